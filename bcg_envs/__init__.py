@@ -1,0 +1,18 @@
+"""bcg_envs: differentiable MuJoCo environments with Bundled Contact Gradients.
+
+``import bcg_envs`` registers every environment with Gymnasium under ``bcg_envs/``.
+"""
+
+import os
+
+# Headless rendering: MuJoCo reads MUJOCO_GL when it is first imported.
+os.environ.setdefault("MUJOCO_GL", "egl")
+os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
+
+from bcg_envs.gradients.config import ESTIMATORS, BundleConfig  # noqa: E402
+from bcg_envs.registry import list_envs, make_jax, register_all  # noqa: E402
+
+__version__ = "0.1.0"
+__all__ = ["BundleConfig", "ESTIMATORS", "list_envs", "make_jax", "__version__"]
+
+register_all()

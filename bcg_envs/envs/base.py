@@ -1,0 +1,282 @@
+"""Functional (JAX) environment base: reset/step on ``mjx.Data``, jit/vmap/grad-ready.
+
+A task subclasses ``MjxEnv`` and supplies its MJCF path, ``default_config()``, the initial
+state distribution, observation, named reward terms, termination and the action map. The
+base owns physics, the differentiable step (whose backward pass is the chosen gradient
+estimator), divergence handling, truncation, and the Jacobians behind ``grad_step``.
+"""
+
+from __future__ import annotations
+
+import abc
+import copy
+import functools
+from pathlib import Path
+from typing import Any, Dict, NamedTuple, Optional, Tuple
+
+import jax
+import jax.numpy as jnp
+import mujoco
+from flax import struct
+from mujoco import mjx
+
+from bcg_envs.gradients.config import BundleConfig, check_estimator
+from bcg_envs.gradients.differentiable_step import DifferentiableStep
+from bcg_envs.physics.simulator import ContactStiffness, Physics, load_model, refresh
+
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
+
+#: A state whose joint speed exceeds this (rad/s or m/s) counts as diverged.
+MAX_QVEL = 1e3
+
+
+@struct.dataclass
+class State:
+    """Environment state (the MuJoCo Playground layout).
+
+    ``pipeline_state`` aliases ``data`` so that Brax's training wrappers accept it.
+    """
+
+    data: mjx.Data
+    obs: jax.Array
+    reward: jax.Array
+    done: jax.Array
+    metrics: Dict[str, jax.Array] = struct.field(default_factory=dict)
+    info: Dict[str, Any] = struct.field(default_factory=dict)
+
+    @property
+    def pipeline_state(self) -> mjx.Data:
+        return self.data
+
+    def replace(self, **updates) -> "State":
+        if "pipeline_state" in updates:
+            updates["data"] = updates.pop("pipeline_state")
+        return super().replace(**updates)
+
+
+class Jacobians(NamedTuple):
+    """Jacobians of one step in tangent coordinates x = (dq, qvel, act) (DESIGN 3.3)."""
+
+    A: jax.Array  # d x_{t+1} / d x_t, (nx, nx)
+    B: jax.Array  # d x_{t+1} / d a_t, (nx, nu)
+    r_x: jax.Array  # d r_t / d x_t, (nx,)
+    r_a: jax.Array  # d r_t / d a_t, (nu,)
+    C: jax.Array  # d o_{t+1} / d x_{t+1}, (nobs, nx)
+
+
+def merge_config(defaults: Dict[str, Any], overrides: Optional[Dict[str, Any]], where: str = "config") -> Dict[str, Any]:
+    """Recursively override ``defaults``; unknown keys raise ``ValueError``."""
+    out = copy.deepcopy(defaults)
+    for key, value in (overrides or {}).items():
+        if key not in out:
+            raise ValueError(f"unknown key {where}[{key!r}]; known keys: {sorted(out)}")
+        if isinstance(out[key], dict):
+            if not isinstance(value, dict):
+                raise ValueError(f"{where}[{key!r}] must be a dict, got {value!r}")
+            out[key] = merge_config(out[key], value, f"{where}[{key!r}]")
+        else:
+            out[key] = value
+    return out
+
+
+class MjxEnv(abc.ABC):
+    """Base of every bcg_envs task (functional JAX API, DESIGN 3.5)."""
+
+    xml_path: Path
+    #: Default ``BundleConfig.force_threshold`` (N) of the task.
+    default_force_threshold: float = 400.0
+    default_contact_stiffness: ContactStiffness = "stiff"
+
+    def __init__(
+        self,
+        *,
+        config: Optional[Dict[str, Any]] = None,
+        contact_stiffness: Optional[ContactStiffness] = None,
+        estimator: str = "bcg",
+        bundle: Optional[BundleConfig] = None,
+        backend: str = "mjx",
+    ) -> None:
+        if backend != "mjx":
+            raise ValueError(f"backend must be 'mjx' for the JAX API, got {backend!r}")
+        if bundle is not None and not isinstance(bundle, BundleConfig):
+            raise ValueError(f"bundle must be a BundleConfig or None, got {type(bundle).__name__}")
+        self.config = merge_config(self.default_config(), config)
+        self.contact_stiffness = contact_stiffness or self.default_contact_stiffness
+        mj_model = load_model(self.xml_path, self.contact_stiffness)
+        self.customize_model(mj_model)
+        substeps = round(self.config["ctrl_dt"] / mj_model.opt.timestep)
+        if substeps < 1 or abs(substeps * mj_model.opt.timestep - self.config["ctrl_dt"]) > 1e-9:
+            raise ValueError(
+                f"config['ctrl_dt'] must be a multiple of the physics timestep {mj_model.opt.timestep}"
+            )
+        self.physics = Physics(mj_model, substeps)
+        self.estimator = check_estimator(estimator)
+        self.bundle = (bundle or BundleConfig()).with_defaults(self.default_force_threshold)
+        self._steppers: Dict[Tuple[str, BundleConfig], DifferentiableStep] = {}
+        self.stepper()
+
+    # ----- what a task provides -----------------------------------------------------
+    @staticmethod
+    @abc.abstractmethod
+    def default_config() -> Dict[str, Any]:
+        """Task configuration: ``ctrl_dt``, ``episode_length``, ``reward_weights``, ..."""
+
+    def customize_model(self, model: mujoco.MjModel) -> None:
+        """Hook to edit the compiled model before MJX sees it."""
+
+    #: Camera used by ``render`` (name or id; -1 is the free camera).
+    render_camera: Any = -1
+
+    def decorate(self, mj_data: mujoco.MjData, info: Dict[str, Any]) -> None:
+        """Hook to show task info (goal markers) in a rendered ``MjData``."""
+
+    @abc.abstractmethod
+    def initial_state(self, key: jax.Array) -> Tuple[jax.Array, jax.Array, Dict[str, jax.Array]]:
+        """(qpos, qvel, task info such as the goal) of a new episode."""
+
+    @abc.abstractmethod
+    def observe(self, data: mjx.Data, info: Dict[str, Any]) -> jax.Array:
+        """Observation of ``data`` (a smooth function of the state)."""
+
+    @abc.abstractmethod
+    def reward_terms(self, prev: mjx.Data, action: jax.Array, data: mjx.Data, info: Dict[str, Any]) -> Dict[str, jax.Array]:
+        """Unweighted reward terms; weights live in ``config['reward_weights']``."""
+
+    @abc.abstractmethod
+    def terminated(self, data: mjx.Data, info: Dict[str, Any]) -> jax.Array:
+        """Whether ``data`` ends the episode (e.g. object dropped, robot fell)."""
+
+    @abc.abstractmethod
+    def action_to_ctrl(self, action: jax.Array) -> jax.Array:
+        """Map the normalized action in [-1, 1] to MuJoCo ``ctrl``."""
+
+    # ----- sizes ------------------------------------------------------------------------
+    @property
+    def mj_model(self) -> mujoco.MjModel:
+        return self.physics.mj_model
+
+    @property
+    def dt(self) -> float:
+        return self.physics.dt
+
+    @property
+    def action_size(self) -> int:
+        return int(self.mj_model.nu)
+
+    @property
+    def state_size(self) -> int:
+        return 2 * int(self.mj_model.nv) + int(self.mj_model.na)
+
+    @functools.cached_property
+    def observation_size(self) -> int:
+        state = jax.eval_shape(self.reset, jax.random.PRNGKey(0))
+        return int(state.obs.shape[-1])
+
+    @property
+    def episode_length(self) -> int:
+        return int(self.config["episode_length"])
+
+    @property
+    def unwrapped(self) -> "MjxEnv":
+        return self
+
+    # ----- the functional API -------------------------------------------------------------
+    def stepper(self, estimator: Optional[str] = None, bundle: Optional[BundleConfig] = None) -> DifferentiableStep:
+        """The differentiable step for an estimator/bundle (cached)."""
+        estimator = check_estimator(estimator or self.estimator)
+        if bundle is not None and not isinstance(bundle, BundleConfig):
+            raise ValueError(f"bundle must be a BundleConfig or None, got {type(bundle).__name__}")
+        bundle = (bundle or self.bundle).with_defaults(self.default_force_threshold)
+        key = (estimator, bundle)
+        if key not in self._steppers:
+            self._steppers[key] = DifferentiableStep(self.physics, self.action_to_ctrl, estimator, bundle)
+        return self._steppers[key]
+
+    def reset(self, rng: jax.Array) -> State:
+        rng, key = jax.random.split(rng)
+        qpos, qvel, task_info = self.initial_state(key)
+        return self.state_from(qpos, qvel, None, task_info, rng)
+
+    def state_from(self, qpos, qvel, act, task_info: Dict[str, Any], rng: jax.Array) -> State:
+        """A fresh state at (qpos, qvel, act) with the given task info (goal, ...)."""
+        data = self.physics.make_data(jnp.asarray(qpos, jnp.float32), jnp.asarray(qvel, jnp.float32), act)
+        data = refresh(self.physics, data)
+        info = {
+            "rng": rng,
+            "step": jnp.zeros((), jnp.int32),
+            "bundle_window": jnp.zeros((), jnp.int32),
+            "bundled": jnp.zeros((), bool),
+            "sim_diverged": jnp.zeros((), bool),
+            "truncated": jnp.zeros((), bool),
+            "max_contact_force": jnp.zeros((), jnp.float32),
+            **task_info,
+        }
+        metrics = {f"reward/{k}": jnp.zeros(()) for k in self.config["reward_weights"]}
+        return State(data, self.observe(data, info), jnp.zeros(()), jnp.zeros(()), metrics, info)
+
+    def reward(self, prev: mjx.Data, action: jax.Array, data: mjx.Data, info: Dict[str, Any]):
+        terms = self.reward_terms(prev, action, data, info)
+        weights = self.config["reward_weights"]
+        weighted = {k: weights[k] * terms[k] for k in weights}
+        return sum(weighted.values()), weighted
+
+    def step(self, state: State, action: jax.Array) -> State:
+        """One control step; differentiable through ``state.data`` and ``action``."""
+        return self._step(state, action, self.stepper())
+
+    def _step(self, state: State, action: jax.Array, stepper: DifferentiableStep) -> State:
+        action = jnp.clip(action, -1.0, 1.0)
+        rng, key = jax.random.split(state.info["rng"])
+        result = stepper(state.data, action, key, state.info["bundle_window"])
+        diverged = ~(
+            jnp.all(jnp.isfinite(result.data.qpos))
+            & jnp.all(jnp.isfinite(result.data.qvel))
+            & jnp.all(jnp.abs(result.data.qvel) < MAX_QVEL)
+        )
+        data = jax.tree.map(lambda new, old: jnp.where(diverged, old, new), result.data, state.data)
+        info = dict(state.info)
+        info.update(
+            rng=rng,
+            step=state.info["step"] + 1,
+            bundle_window=result.bundle_window,
+            bundled=result.bundled,
+            sim_diverged=diverged,
+            max_contact_force=jnp.max(result.contact_force, initial=0.0),
+        )
+        reward, weighted = self.reward(state.data, action, data, info)
+        reward = jnp.where(diverged, 0.0, reward)
+        info["truncated"] = info["step"] >= self.episode_length
+        done = diverged | self.terminated(data, info)
+        metrics = dict(state.metrics)
+        metrics.update({f"reward/{k}": v for k, v in weighted.items()})
+        obs = self.observe(data, info)
+        return state.replace(data=data, obs=obs, reward=reward, done=done.astype(jnp.float32), metrics=metrics, info=info)
+
+    def grad_step(
+        self, state: State, action: jax.Array, estimator: Optional[str] = None, bundle: Optional[BundleConfig] = None
+    ) -> Tuple[State, Jacobians]:
+        """``step`` plus the step's Jacobians from ``estimator`` (DESIGN 3.3)."""
+        stepper = self.stepper(estimator, bundle)
+        next_state = self._step(state, action, stepper)
+        _, key = jax.random.split(state.info["rng"])
+        data0 = state.data
+        clipped = jnp.clip(action, -1.0, 1.0)
+        (_, _, _), (A, B), stats = stepper.jacobians(data0, clipped, key, state.info["bundle_window"])
+        in_box = (jnp.abs(action) <= 1.0).astype(B.dtype)
+        B = B * in_box[None, :]
+        data1 = next_state.data
+
+        def reward_fn(dx0, a, dx1):
+            d0 = refresh(self.physics, stepper.displace(data0, dx0))
+            d1 = refresh(self.physics, stepper.displace(data1, dx1))
+            return self.reward(d0, jnp.clip(a, -1.0, 1.0), d1, next_state.info)[0]
+
+        zx = jnp.zeros(self.state_size)
+        g0, ga, g1 = jax.grad(reward_fn, argnums=(0, 1, 2))(zx, action, zx)
+        C = jax.jacfwd(lambda dx: self.observe(refresh(self.physics, stepper.displace(data1, dx)), next_state.info))(zx)
+        jac = Jacobians(A=A, B=B, r_x=g0 + A.T @ g1, r_a=ga + B.T @ g1, C=C)
+        diverged = next_state.info["sim_diverged"]
+        jac = jax.tree.map(lambda j: jnp.where(diverged, jnp.zeros_like(j), j), jac)
+        info = dict(next_state.info)
+        info.update(bundle_dropped=stats["bundle_dropped"], bundle_alpha=stats["alpha"])
+        return next_state.replace(info=info), jac

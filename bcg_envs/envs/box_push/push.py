@@ -1,0 +1,113 @@
+"""BoxPush-v0: dynamic planar pushing through a stiff pusher-box contact.
+
+An actuated point pusher (force-controlled slide x/y, 5 N per unit action) pushes a
+10 cm, 0.5 kg box (slide x/y, hinge yaw; table friction as joint dry friction) toward a
+goal pose sampled per episode. Control at 25 Hz (10 substeps of 4 ms), 200 steps.
+
+Observation (17): pusher xy, pusher velocity, box xy, cos/sin of box yaw, box velocity
+(x, y, yaw rate), goal minus box xy, box minus pusher xy, cos/sin of the yaw error.
+Action (2): pusher force in [-1, 1] per axis.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bcg_envs.envs.base import ASSETS, MjxEnv
+
+#: Box sits inside [-TABLE, TABLE]^2; beyond it the episode terminates.
+TABLE = 0.5
+
+
+def default_config() -> Dict[str, Any]:
+    return {
+        "ctrl_dt": 0.04,
+        "episode_length": 200,
+        "goal_distance": (0.15, 0.3),  # metres from the box's start
+        "pusher_distance": (0.1, 0.18),  # metres from the box centre at reset
+        "reward_weights": {
+            "progress": 1.0,  # box speed toward the goal, m/s
+            "distance": 1.0,  # -|goal - box|, m
+            "yaw": 0.05,  # -(1 - cos yaw error)
+            "reach": 0.5,  # -|box - pusher|, m
+            "ctrl": 0.01,  # -|a|^2
+        },
+    }
+
+
+class BoxPush(MjxEnv):
+    xml_path = ASSETS / "box_push" / "box_push.xml"
+    #: Pushing a 0.5 kg box against 0.8 N of dry friction takes 1-3 N; impacts and
+    #: shoves at speed exceed 10 N (measured with random actions, see tests). Bundling
+    #: above 10 N smooths the stiff impacts and leaves gentle pushing exact.
+    default_force_threshold = 10.0
+
+    @staticmethod
+    def default_config() -> Dict[str, Any]:
+        return default_config()
+
+    render_camera = "top"
+
+    def decorate(self, mj_data, info):
+        mj_data.mocap_pos[0, :2] = info["goal"]
+        yaw = float(info["goal_yaw"])
+        mj_data.mocap_quat[0] = [np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)]
+
+    def initial_state(self, key: jax.Array):
+        k_box, k_yaw, k_goal, k_goal_yaw, k_pusher, k_pdist = jax.random.split(key, 6)
+        cfg = self.config
+        box = jax.random.uniform(k_box, (2,), minval=-0.15, maxval=0.15)
+        yaw = jax.random.uniform(k_yaw, (), minval=-0.5, maxval=0.5)
+        angle = jax.random.uniform(k_goal, (), minval=-jnp.pi, maxval=jnp.pi)
+        dist = jnp.interp(jax.random.uniform(k_goal, ()), jnp.array([0.0, 1.0]), jnp.array(cfg["goal_distance"]))
+        goal = jnp.clip(box + dist * jnp.array([jnp.cos(angle), jnp.sin(angle)]), -0.4, 0.4)
+        goal_yaw = jax.random.uniform(k_goal_yaw, (), minval=-0.5, maxval=0.5)
+        p_angle = jax.random.uniform(k_pusher, (), minval=-jnp.pi, maxval=jnp.pi)
+        p_dist = jnp.interp(jax.random.uniform(k_pdist, ()), jnp.array([0.0, 1.0]), jnp.array(cfg["pusher_distance"]))
+        pusher = box + p_dist * jnp.array([jnp.cos(p_angle), jnp.sin(p_angle)])
+        qpos = jnp.concatenate([pusher, box, yaw[None]])
+        return qpos, jnp.zeros(5), {"goal": goal, "goal_yaw": goal_yaw}
+
+    def observe(self, data, info):
+        q, v = data.qpos, data.qvel
+        yaw_err = q[4] - info["goal_yaw"]
+        return jnp.concatenate(
+            [
+                q[0:2],
+                v[0:2],
+                q[2:4],
+                jnp.stack([jnp.cos(q[4]), jnp.sin(q[4])]),
+                v[2:5],
+                info["goal"] - q[2:4],
+                q[2:4] - q[0:2],
+                jnp.stack([jnp.cos(yaw_err), jnp.sin(yaw_err)]),
+            ]
+        )
+
+    def reward_terms(self, prev, action, data, info):
+        return {
+            "progress": (_goal_distance(prev, info) - _goal_distance(data, info)) / self.dt,
+            "distance": -_goal_distance(data, info),
+            "yaw": -(1.0 - jnp.cos(data.qpos[4] - info["goal_yaw"])),
+            "reach": -_norm(data.qpos[2:4] - data.qpos[0:2]),
+            "ctrl": -jnp.sum(action**2),
+        }
+
+    def terminated(self, data, info):
+        return jnp.any(jnp.abs(data.qpos[2:4]) > TABLE)
+
+    def action_to_ctrl(self, action):
+        return action
+
+
+def _norm(v: jax.Array) -> jax.Array:
+    """Euclidean norm with a finite gradient at zero."""
+    return jnp.sqrt(jnp.sum(v**2) + 1e-8)
+
+
+def _goal_distance(data, info) -> jax.Array:
+    return _norm(info["goal"] - data.qpos[2:4])

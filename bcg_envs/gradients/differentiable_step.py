@@ -1,0 +1,219 @@
+"""The control step as a differentiable JAX function whose backward pass is an estimator.
+
+MJX's constraint solver runs a ``lax.while_loop`` that reverse mode cannot differentiate,
+and ``opt.iterations = 1`` changes the physics. Forward mode differentiates the converged
+solver exactly, so each estimator here builds explicit Jacobians ``(A, B)`` of the control
+step with ``jax.jacfwd``/``jax.linearize`` (exact, or averaged over a bundle of perturbed
+branches), and a ``jax.custom_vjp`` applies their transposes in the backward pass. The
+same Jacobians serve ``grad_step``. Nothing private of MJX's solver is patched.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Dict, NamedTuple, Tuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from mujoco import mjx
+
+from bcg_envs.gradients import estimators
+from bcg_envs.gradients.config import BundleConfig, check_estimator
+from bcg_envs.gradients.perturbations import (
+    contact_jacobian,
+    contact_sampler,
+    global_sampler,
+    global_sigma,
+)
+from bcg_envs.physics import tangent
+from bcg_envs.physics.simulator import Physics, control_step_with_contacts, refresh
+
+
+class StepResult(NamedTuple):
+    """One control step: the next data (state fields differentiable) and diagnostics."""
+
+    data: mjx.Data
+    contact_force: jnp.ndarray  # (ncon,) largest normal force over the substeps, N
+    bundled: jnp.ndarray  # bool: the estimator bundled at this step
+    bundle_window: jnp.ndarray  # int: steps the triggered bcg bundle stays active
+    stats: Dict[str, jnp.ndarray]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class DifferentiableStep:
+    """``step(data, action, key, window) -> StepResult``, differentiable by ``estimator``.
+
+    ``action_to_ctrl`` maps the normalized action to MuJoCo ``ctrl``; ``config`` must have
+    its ``force_threshold`` filled in (``BundleConfig.with_defaults``).
+    """
+
+    physics: Physics
+    action_to_ctrl: Callable[[jnp.ndarray], jnp.ndarray]
+    estimator: str
+    config: BundleConfig
+
+    def __post_init__(self) -> None:
+        check_estimator(self.estimator)
+        if self.config.force_threshold is None:
+            raise ValueError("DifferentiableStep needs config.force_threshold set")
+        m = self.physics.mj_model
+        object.__setattr__(self, "nv", int(m.nv))
+        object.__setattr__(self, "na", int(m.na))
+        object.__setattr__(self, "nu", int(m.nu))
+        object.__setattr__(self, "nx", 2 * int(m.nv) + int(m.na))
+        object.__setattr__(self, "_quat", tangent.has_quaternions(m))
+        object.__setattr__(self, "_body_of_geom", np.asarray(m.geom_bodyid, np.int32))
+        # Jitted once per instance: JAX caches the traced jaxpr, so the repeated traces
+        # that reverse-mode scans and custom_vjp make of these are nearly free.
+        object.__setattr__(self, "forward", jax.jit(self._forward))
+        object.__setattr__(self, "jacobians", jax.jit(self._jacobians_at))
+        object.__setattr__(self, "_vjp_step", self._build_vjp_step())
+
+    # ----- tangent coordinates -------------------------------------------------------
+    def displace(self, data: mjx.Data, dx: jnp.ndarray) -> mjx.Data:
+        """``data`` with its state moved by the tangent offset ``dx``."""
+        nv = self.nv
+        return data.replace(
+            qpos=tangent.integrate_pos(self.physics.mj_model, data.qpos, dx[:nv]),
+            qvel=data.qvel + dx[nv : 2 * nv],
+            act=data.act + dx[2 * nv :],
+        )
+
+    def offset(self, data: mjx.Data, ref: mjx.Data) -> jnp.ndarray:
+        """Tangent offset of ``data``'s state from ``ref``'s."""
+        dq = tangent.difference_pos(self.physics.mj_model, data.qpos, ref.qpos)
+        return jnp.concatenate([dq, data.qvel - ref.qvel, data.act - ref.act])
+
+    def transition(self, data0: mjx.Data, action: jnp.ndarray, ref_next: mjx.Data):
+        """``f(dx, du)``: next-state offset from ``ref_next`` after stepping from
+        ``data0 (+) dx`` with ``action + du``."""
+
+        def f(dx, du):
+            d1 = self.physics.control_step(self.displace(data0, dx), self.action_to_ctrl(action + du))
+            return self.offset(d1, ref_next)
+
+        return f
+
+    # ----- estimators ----------------------------------------------------------------
+    def _offsets(self, data0, action, key, contact, trigger):
+        """Bundle offsets for this step's estimator, shape (B, nx) and (B, nu)."""
+        cfg = self.config
+        if self.estimator == "bcg":
+            force, points, geoms = contact
+            pressing = force > cfg.force_threshold
+            active = jnp.where(jnp.any(pressing), pressing, force > 0)
+            bodies = jnp.asarray(self._body_of_geom)[jnp.maximum(geoms, 0)]
+            jac = contact_jacobian(self.physics.model, bodies, data0, points, active & jnp.all(geoms >= 0, axis=1))
+            sampler = contact_sampler(jac, active, self.nx, self.nv, self.nu, cfg)
+        else:
+            sigma = global_sigma(self.nv, self.na, self.nu, cfg, zeroth=self.estimator in ("zeroth", "alpha"))
+            sampler = global_sampler(sigma, self.nx)
+        return estimators.sample_offsets(sampler, key, cfg.num_samples, cfg.antithetic)
+
+    def _sigma(self):
+        return global_sigma(self.nv, self.na, self.nu, self.config, zeroth=True)
+
+    def _jacobians(self, f, data0, action, key, contact, trigger):
+        if self.estimator == "exact":
+            return estimators.exact(f, self.nx, self.nu)
+        dx, du = self._offsets(data0, action, key, contact, trigger)
+        if self.estimator == "zeroth":
+            return estimators.zeroth_order_bundle(f, dx, du, self._sigma())
+        if self.estimator == "alpha":
+            return estimators.alpha_order_bundle(f, dx, du, self._sigma())
+        if self.estimator == "bcg":
+            # Untriggered steps get zero offsets: every branch is the exact Jacobian. One
+            # traced computation (instead of a lax.cond over two) halves compile time, and
+            # under vmap a cond would evaluate both branches anyway.
+            dx, du = dx * trigger, du * trigger
+        return _drop_mean(estimators.first_order_bundle(f, dx, du))
+
+    def _trigger(self, contact, window):
+        if self.estimator == "bcg":
+            return jnp.any(contact[0] > self.config.force_threshold) | (window > 0)
+        return jnp.asarray(self.estimator != "exact")
+
+    def _next_window(self, contact, window):
+        pressing = jnp.any(contact[0] > self.config.force_threshold)
+        return jnp.where(pressing, self.config.horizon - 1, jnp.maximum(window - 1, 0)).astype(jnp.int32)
+
+    # ----- forward pass ----------------------------------------------------------------
+    def _forward(self, data0, action, key, window):
+        nominal, contact = control_step_with_contacts(self.physics, data0, self.action_to_ctrl(action))
+        trigger = self._trigger(contact, window)
+        next_data = nominal
+        if self.config.forward == "mean" and self.estimator != "exact":
+            f = self.transition(data0, action, nominal)
+            dx, du = self._offsets(data0, action, key, contact, trigger)
+            ys = jax.vmap(f)(dx, du)
+            ok = jnp.all(jnp.isfinite(ys), axis=1)
+            mean = jnp.sum(jnp.where(ok[:, None], ys, 0.0), 0) / jnp.maximum(jnp.sum(ok), 1)
+            mean = jnp.where(trigger, mean, 0.0)
+            next_data = self.displace(nominal, mean)
+        return nominal, next_data, contact, trigger
+
+    def _jacobians_at(self, data0: mjx.Data, action: jnp.ndarray, key: jax.Array, window: jnp.ndarray):
+        """Next step plus the estimator's (A, B) in tangent coordinates and its stats."""
+        nominal, next_data, contact, trigger = self.forward(data0, action, key, window)
+        f = self.transition(data0, action, next_data)
+        A, B, stats = self._jacobians(f, data0, action, key, contact, trigger)
+        return (next_data, contact, trigger), (A, B), stats
+
+    def _build_vjp_step(self):
+        model = self.physics.mj_model
+        nv = self.nv
+
+        def primal(qpos, qvel, act, action, data0, key, window):
+            data0 = data0.replace(qpos=qpos, qvel=qvel, act=act)
+            _, next_data, contact, trigger = self.forward(data0, action, key, window)
+            return (next_data.qpos, next_data.qvel, next_data.act), (next_data, contact, trigger)
+
+        def fwd(qpos, qvel, act, action, data0, key, window):
+            data0 = data0.replace(qpos=qpos, qvel=qvel, act=act)
+            (next_data, contact, trigger), (A, B), _ = self.jacobians(data0, action, key, window)
+            out = (next_data.qpos, next_data.qvel, next_data.act), (next_data, contact, trigger)
+            return out, (A, B, qpos, next_data.qpos)
+
+        def bwd(res, cotangent):
+            A, B, qpos0, qpos1 = res
+            (g_qpos, g_qvel, g_act), _ = cotangent
+            if self._quat:
+                # Cotangents of qpos live in R^nq; map them to the tangent space and back.
+                J_int = jax.jacfwd(lambda v: tangent.integrate_pos(model, qpos1, v))(jnp.zeros(nv))
+                g_dq = J_int.T @ g_qpos
+            else:
+                g_dq = g_qpos
+            g_y = jnp.concatenate([g_dq, g_qvel, g_act])
+            g_x = A.T @ g_y
+            g_u = B.T @ g_y
+            g_dq0 = g_x[:nv]
+            if self._quat:
+                J_diff = jax.jacfwd(lambda q: tangent.difference_pos(model, q, qpos0))(qpos0)
+                g_dq0 = J_diff.T @ g_dq0
+            return (g_dq0, g_x[nv : 2 * nv], g_x[2 * nv :], g_u, None, None, None)
+
+        step = jax.custom_vjp(primal)
+        step.defvjp(fwd, bwd)
+        return step
+
+    def __call__(self, data0: mjx.Data, action: jnp.ndarray, key: jax.Array, window: jnp.ndarray) -> StepResult:
+        """Step differentiably: gradients flow through ``data0``'s qpos/qvel/act and
+        ``action``; everything else about the step is treated as a constant."""
+        aux_in = jax.lax.stop_gradient(data0)
+        (qpos, qvel, act), aux = self._vjp_step(data0.qpos, data0.qvel, data0.act, action, aux_in, key, window)
+        next_data, contact, trigger = jax.lax.stop_gradient(aux)
+        next_data = refresh(self.physics, next_data.replace(qpos=qpos, qvel=qvel, act=act))
+        return StepResult(
+            data=next_data,
+            contact_force=contact[0],
+            bundled=trigger,
+            bundle_window=self._next_window(contact, window) if self.estimator == "bcg" else jnp.zeros((), jnp.int32),
+            stats={},
+        )
+
+
+def _drop_mean(result):
+    A, B, stats = result
+    stats = {k: v for k, v in stats.items() if k != "mean_offset"}
+    return A, B, stats
