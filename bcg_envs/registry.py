@@ -12,6 +12,11 @@ NAMESPACE = "bcg_envs"
 #: short id -> "module:Class" of the JAX task.
 _TASKS: Dict[str, str] = {
     "BoxPush-v0": "bcg_envs.envs.box_push.push:BoxPush",
+    "PlanarHand-v0": "bcg_envs.envs.planar_hand.hand:PlanarHand",
+    "G1Jump-v0": "bcg_envs.envs.g1.tracking:G1Jump",
+    "G1Squat-v0": "bcg_envs.envs.g1.tracking:G1Squat",
+    "G1Kick-v0": "bcg_envs.envs.g1.tracking:G1Kick",
+    "G1Track-v0": "bcg_envs.envs.g1.tracking:G1Track",
 }
 
 

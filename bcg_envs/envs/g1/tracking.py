@@ -1,0 +1,335 @@
+"""G1 motion tracking (DeepMimic-style): G1Track-v0 (a user clip), G1Jump/Squat/Kick-v0.
+
+The Unitree G1 (29 position-controlled joints) follows a reference clip, sampled at the
+50 Hz control rate (``ctrl_dt`` 0.02 s = 5 physics substeps of 0.004 s).
+
+Observation (216 with the default three reference frames):
+  proprioception (97): pelvis height (1); gravity direction in the pelvis frame (3);
+  pelvis linear (3) and angular (3) velocity in the pelvis frame; joint angles minus the
+  default pose (29); joint velocities (29); the last action (29, recovered from the PD
+  targets held in ``data.ctrl``; zero on the first step);
+  reference at each of ``config["reference_steps"]`` control steps ahead (39 each):
+  joint angles minus the default pose (29), reference pelvis height (1), reference pelvis
+  orientation relative to the current one (6: first two columns of R^T R_ref), reference
+  pelvis position relative to the current one in the pelvis frame (3);
+  phase (2): sin and cos of 2 pi * t / clip duration.
+Action (29): in [-1, 1], PD targets ``default_pose + action_scale * action`` (per joint,
+  see ``default_config``), held for the control step.
+Reward: weighted sum of exp(-error / sigma) terms (``reward_weights``/``reward_sigmas``):
+  joint positions, joint velocities, pelvis position, pelvis orientation, key-body
+  positions (torso, hands, feet; relative to the pelvis), and foot contact agreement with
+  the reference (fraction of the two feet whose contact state matches).
+Termination: pelvis below ``fall_height`` (0.3 m) or mean key-body position error above
+  ``max_tracking_error`` (m, ``None`` disables). Episodes last the clip (``episode_length``
+  control steps); with ``random_start`` they start at a random reference frame and the
+  reference holds its last frame once the clip is over.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Dict, Optional, Union
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+
+from bcg_envs.envs.base import merge_config
+from bcg_envs.envs.g1 import constants as C
+from bcg_envs.envs.g1 import motions
+from bcg_envs.envs.g1.base import (
+    G1Env,
+    ReferenceMotion,
+    body_angvel,
+    body_linvel,
+    gravity_in_body,
+    joint_pos,
+    joint_vel,
+    max_deviation_from_default,
+    quat_conj,
+    quat_error,
+    quat_mul,
+    quat_normalize,
+    quat_rotate_inverse,
+    quat_to_6d,
+    root_quat,
+)
+
+
+def default_config() -> Dict[str, Any]:
+    return {
+        "ctrl_dt": 0.02,  # 50 Hz: 5 substeps of the model's 0.004 s
+        "episode_length": None,  # control steps; None: the clip's length
+        # PD target = default_pose + scale * action. scale is action_scale (rad) per joint,
+        # widened to action_scale_from_reference x the clip's largest deviation of that joint
+        # from the default pose, so that every reference pose is reachable with |a| < 1
+        # (the squat needs the knees 1.7 rad from the default pose). None: action_scale for
+        # every joint.
+        "action_scale": 0.5,
+        "action_scale_from_reference": 1.25,
+        "reference_steps": (1, 2, 3),  # reference frames in the observation (steps ahead)
+        "random_start": False,  # start episodes at a uniformly random reference frame
+        "fall_height": 0.3,  # m: pelvis below this ends the episode
+        "max_tracking_error": 0.5,  # m: mean key-body position error ending it (None: off)
+        "foot_contact_force": 5.0,  # N: a foot is in contact above this total normal force
+        "reference_contact_height": 0.01,  # m: reference foot in contact below this height
+        "reward_weights": {
+            "joint_pos": 0.4,
+            "joint_vel": 0.1,
+            "root_pos": 0.15,
+            "root_orient": 0.15,
+            "key_body": 0.15,
+            "foot_contact": 0.05,
+        },
+        # error scales of the exp(-error / sigma) terms: sums of squares (rad^2, (rad/s)^2,
+        # m^2 over all key bodies) and sin^2(half angle) for the orientation.
+        "reward_sigmas": {
+            "joint_pos": 0.5,
+            "joint_vel": 10.0,
+            "root_pos": 0.05,
+            "root_orient": 0.025,
+            "key_body": 0.05,
+        },
+        "domain_randomization": False,
+        "randomization": {
+            "seed": 0,  # model parameters are drawn once per env instance from this seed
+            "friction": (0.3, 1.2),  # foot-floor sliding friction
+            "link_mass_scale": (0.8, 1.2),  # every link's mass and inertia
+            "base_mass_offset": (-3.0, 3.0),  # kg added to the pelvis
+            "pd_gain_scale": (0.8, 1.2),  # kp and kv of every actuator
+            "push_velocity": 0.5,  # m/s: uniform +- kick of the pelvis xy velocity at reset
+        },
+    }
+
+
+class G1Track(G1Env):
+    """Track a G1 reference motion (``motion_file=``: a LAFAN1-retargeted G1 CSV).
+
+    ``G1Track(motion_file=path, motion_fps=30.0, config=..., contact_stiffness=...,
+    estimator=..., bundle=..., backend=...)``. Without ``motion_file`` it tracks the shipped
+    squat clip, so that ``G1Track-v0`` can be made without arguments.
+
+    Domain randomization (``config["domain_randomization"] = True``; off by default):
+
+    * implemented, drawn ONCE per env instance from ``config["randomization"]["seed"]``
+      (every episode and every vmapped copy of the instance share the draw, because the
+      base steps one MJX model closed over by the physics): foot-floor friction
+      U(0.3, 1.2), every link's mass (and inertia) x U(0.8, 1.2), pelvis mass + U(-3, 3) kg,
+      actuator kp and kv x U(0.8, 1.2);
+    * implemented per episode: a push at reset (pelvis xy velocity + U(-0.5, 0.5) m/s);
+    * not implemented: per-episode (or per-copy) model randomization, pushes during an
+      episode (the base has no hook between control steps), and 0-1 step action latency
+      (``action_to_ctrl`` sees only the current action).
+    """
+
+    #: The shipped clip tracked when no ``motion_file`` is given.
+    clip_name = "squat"
+
+    def __init__(
+        self,
+        *,
+        motion_file: Optional[Union[str, Path]] = None,
+        motion_fps: float = motions.DEFAULT_FPS,
+        config: Optional[Dict[str, Any]] = None,
+        **kwargs: Any,
+    ) -> None:
+        cfg = merge_config(default_config(), config)
+        _check_config(cfg)
+        if motion_file is None:
+            motion_file = motions.clip_path(self.clip_name)
+        self.motion_file = Path(motion_file)
+        clip = motions.load_csv(self.motion_file, fps=motion_fps)
+        kin_model = mujoco.MjModel.from_xml_path(str(self.xml_path))
+        self.reference = ReferenceMotion.from_clip(
+            clip, cfg["ctrl_dt"], kin_model, contact_height=cfg["reference_contact_height"]
+        )
+        if cfg["episode_length"] is None:
+            cfg["episode_length"] = len(self.reference) - 1
+        scale = np.full(C.NUM_JOINTS, float(cfg["action_scale"]))
+        if cfg["action_scale_from_reference"] is not None:
+            scale = np.maximum(scale, cfg["action_scale_from_reference"] * max_deviation_from_default(self.reference))
+        self.action_scale = scale.astype(np.float32)
+        self.action_center = np.asarray(C.DEFAULT_POSE, np.float32)
+        self._ref = self.reference.as_jax()
+        super().__init__(config=cfg, **kwargs)
+
+    @staticmethod
+    def default_config() -> Dict[str, Any]:
+        return default_config()
+
+    # ----- model ------------------------------------------------------------------------
+    def customize_model(self, model: mujoco.MjModel) -> None:
+        if self.config["domain_randomization"]:
+            randomize_model(model, self.config["randomization"])
+
+    # ----- reference lookup ------------------------------------------------------------
+    def ref_index(self, info: Dict[str, Any], ahead: int = 0) -> jax.Array:
+        """Reference frame of the state after ``info["step"]`` steps, ``ahead`` later."""
+        idx = info["ref_start"] + info["step"] + ahead
+        return jnp.clip(idx, 0, len(self.reference) - 1)
+
+    def phase(self, info: Dict[str, Any]) -> jax.Array:
+        return self.ref_index(info) / (len(self.reference) - 1)
+
+    # ----- task -------------------------------------------------------------------------
+    def initial_state(self, key: jax.Array):
+        k_start, k_push = jax.random.split(key)
+        n = len(self.reference)
+        if self.config["random_start"]:
+            start = jax.random.randint(k_start, (), 0, n - 1)
+        else:
+            start = jnp.zeros((), jnp.int32)
+        qpos = self._ref["qpos"][start]
+        qvel = self._ref["qvel"][start]
+        if self.config["domain_randomization"]:
+            v = self.config["randomization"]["push_velocity"]
+            qvel = qvel.at[0:2].add(jax.random.uniform(k_push, (2,), minval=-v, maxval=v))
+        return qpos, qvel, {"ref_start": start.astype(jnp.int32)}
+
+    def last_action(self, data, info) -> jax.Array:
+        """The previous action, recovered from the PD targets in ``data.ctrl``."""
+        a = (data.ctrl - jnp.asarray(self.action_center)) / jnp.asarray(self.action_scale)
+        return jnp.where(info["step"] > 0, a, jnp.zeros_like(a))
+
+    def observe(self, data, info):
+        q = root_quat(data)
+        default = jnp.asarray(self.action_center)
+        parts = [
+            data.qpos[2:3],
+            gravity_in_body(data),
+            body_linvel(data),
+            body_angvel(data),
+            joint_pos(data) - default,
+            joint_vel(data),
+            self.last_action(data, info),
+        ]
+        for ahead in self.config["reference_steps"]:
+            ref = self._ref["qpos"][self.ref_index(info, ahead)]
+            ref_q = quat_normalize(ref[3:7])
+            parts += [
+                ref[7:] - default,
+                ref[2:3],
+                quat_to_6d(quat_mul(quat_conj(q), ref_q)),
+                quat_rotate_inverse(q, ref[0:3] - data.qpos[0:3]),
+            ]
+        angle = 2.0 * jnp.pi * self.phase(info)
+        parts.append(jnp.stack([jnp.sin(angle), jnp.cos(angle)]))
+        return jnp.concatenate(parts)
+
+    def tracking_errors(self, data, info) -> Dict[str, jax.Array]:
+        """Unscaled tracking errors of ``data`` against the reference frame it should match."""
+        idx = self.ref_index(info)
+        ref_qpos = self._ref["qpos"][idx]
+        ref_qvel = self._ref["qvel"][idx]
+        ref_key = self._ref["key_pos"][idx]
+        key = self.key_positions(data)
+        key_rel = key - data.qpos[None, 0:3]
+        ref_rel = ref_key - ref_qpos[None, 0:3]
+        return {
+            "joint_pos": jnp.sum((joint_pos(data) - ref_qpos[7:]) ** 2),
+            "joint_vel": jnp.sum((joint_vel(data) - ref_qvel[6:]) ** 2),
+            "root_pos": jnp.sum((data.qpos[0:3] - ref_qpos[0:3]) ** 2),
+            "root_orient": quat_error(data.qpos[3:7], ref_qpos[3:7]),
+            "key_body": jnp.sum((key_rel - ref_rel) ** 2),
+            # mean world-frame key-body distance (m): the termination and sim2sim metric
+            "key_body_distance": jnp.mean(jnp.sqrt(jnp.sum((key - ref_key) ** 2, axis=-1) + 1e-12)),
+        }
+
+    def reward_terms(self, prev, action, data, info):
+        err = self.tracking_errors(data, info)
+        sig = self.config["reward_sigmas"]
+        terms = {k: jnp.exp(-err[k] / sig[k]) for k in sig}
+        in_contact = self.foot_contact_forces(data) > self.config["foot_contact_force"]
+        ref_contact = self._ref["foot_contact"][self.ref_index(info)] > 0.5
+        terms["foot_contact"] = jnp.mean((in_contact == ref_contact).astype(jnp.float32))
+        return terms
+
+    def terminated(self, data, info):
+        fell = data.qpos[2] < self.config["fall_height"]
+        limit = self.config["max_tracking_error"]
+        if limit is None:
+            return fell
+        return fell | (self.tracking_errors(data, info)["key_body_distance"] > limit)
+
+    def action_to_ctrl(self, action):
+        return jnp.asarray(self.action_center) + jnp.asarray(self.action_scale) * action
+
+
+class G1Jump(G1Track):
+    """Track the shipped jump clip (``assets/motions/g1_jump.csv``)."""
+
+    clip_name = "jump"
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(motion_file=motions.clip_path(self.clip_name), **kwargs)
+
+
+class G1Squat(G1Track):
+    """Track the shipped squat clip (``assets/motions/g1_squat.csv``)."""
+
+    clip_name = "squat"
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(motion_file=motions.clip_path(self.clip_name), **kwargs)
+
+
+class G1Kick(G1Track):
+    """Track the shipped front-kick clip (``assets/motions/g1_kick.csv``)."""
+
+    clip_name = "kick"
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(motion_file=motions.clip_path(self.clip_name), **kwargs)
+
+
+# --------------------------------------------------------------------------------------
+
+
+def randomize_model(model: mujoco.MjModel, cfg: Dict[str, Any]) -> None:
+    """Draw friction, link masses, pelvis mass and PD gains into ``model`` (in place)."""
+    rng = np.random.default_rng(int(cfg["seed"]))
+    foot = {model.geom(g).id for g in C.FOOT_GEOMS}
+    floor = model.geom(C.FLOOR_GEOM).id
+    friction = rng.uniform(*cfg["friction"])
+    for i in range(model.npair):
+        g1, g2 = model.pair_geom1[i], model.pair_geom2[i]
+        if (g1 in foot and g2 == floor) or (g2 in foot and g1 == floor):
+            model.pair_friction[i, 0:2] = friction
+    for g in foot:
+        model.geom_friction[g, 0] = friction
+    scale = rng.uniform(*cfg["link_mass_scale"], size=model.nbody)
+    scale[0] = 1.0  # world
+    model.body_mass[:] *= scale
+    model.body_inertia[:] *= scale[:, None]
+    pelvis = model.body(C.ROOT_BODY).id
+    old = model.body_mass[pelvis]
+    new = max(old + rng.uniform(*cfg["base_mass_offset"]), 0.1 * old)
+    model.body_mass[pelvis] = new
+    model.body_inertia[pelvis] *= new / old
+    kp = rng.uniform(*cfg["pd_gain_scale"], size=model.nu)
+    kv = rng.uniform(*cfg["pd_gain_scale"], size=model.nu)
+    model.actuator_gainprm[:, 0] *= kp
+    model.actuator_biasprm[:, 1] *= kp
+    model.actuator_biasprm[:, 2] *= kv
+    mujoco.mj_setConst(model, mujoco.MjData(model))
+
+
+def _check_config(cfg: Dict[str, Any]) -> None:
+    def bad(key, expected):
+        return ValueError(f"config[{key!r}] must be {expected}, got {cfg[key]!r}")
+
+    if not cfg["action_scale"] > 0:
+        raise bad("action_scale", "> 0 (rad)")
+    ref_scale = cfg["action_scale_from_reference"]
+    if ref_scale is not None and not ref_scale > 0:
+        raise bad("action_scale_from_reference", "None or > 0")
+    steps = cfg["reference_steps"]
+    if not isinstance(steps, (tuple, list)) or not all(isinstance(s, int) and s >= 0 for s in steps):
+        raise bad("reference_steps", "a tuple of integers >= 0")
+    ep = cfg["episode_length"]
+    if ep is not None and (not isinstance(ep, int) or ep < 1):
+        raise bad("episode_length", "None or an integer >= 1")
+    limit = cfg["max_tracking_error"]
+    if limit is not None and not limit > 0:
+        raise bad("max_tracking_error", "None or > 0 (m)")

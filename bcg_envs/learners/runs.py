@@ -1,0 +1,237 @@
+"""Training runs on disk: ``train_run`` writes a run folder, ``evaluate_run`` reads it.
+
+A run folder holds
+
+* ``config.json``: env id, algorithm, estimator, budget, seed, the learner's settings
+  (everything needed to rebuild the policy) and the observation/action sizes;
+* ``params.msgpack``: the trained parameters (flax msgpack of numpy arrays);
+* ``progress.csv`` (and TensorBoard events): the learner's log;
+* ``metrics.json``: the final metrics; ``checkpoints/``: resumable training states.
+
+These back the CLI: ``bcg-envs train --env BoxPush-v0 --algo shac --estimator bcg --steps N
+--seed S --out runs/NAME`` and ``bcg-envs evaluate --run runs/NAME [--video out.mp4]``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import time
+from pathlib import Path
+from typing import Any, Dict, Optional, Union
+
+import flax.serialization
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bcg_envs.learners import shac
+
+ALGOS = ("shac",)
+
+#: Learner settings that shape the policy network (needed to rebuild it).
+_POLICY_KEYS = ("actor_hidden", "activation", "layer_norm", "normalize_observations")
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, (tuple, list)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (np.integer, np.floating)):
+        return value.item()
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return repr(value)
+
+
+def _defaults(fn) -> Dict[str, Any]:
+    return {
+        name: p.default
+        for name, p in inspect.signature(fn).parameters.items()
+        if p.kind == p.KEYWORD_ONLY and p.default is not inspect.Parameter.empty
+    }
+
+
+def train_run(
+    env_id: str,
+    *,
+    algo: str = "shac",
+    estimator: str = "bcg",
+    steps: int,
+    seed: int = 0,
+    out_dir: Union[str, Path],
+    **kwargs: Any,
+) -> Dict[str, Any]:
+    """Train ``algo`` on ``env_id`` for ``steps`` env steps and write the run to ``out_dir``.
+
+    ``kwargs`` go to the learner (``shac.train``: ``num_envs``, ``horizon``, ``actor_lr``,
+    ``restore_from``, ...). By default checkpoints go to ``out_dir/checkpoints`` and the
+    log to ``out_dir``. Returns the final metrics (also written to ``metrics.json``).
+    """
+    if algo not in ALGOS:
+        raise ValueError(f"algo must be one of {ALGOS}, got {algo!r}")
+    if steps is None or int(steps) < 1:
+        raise ValueError(f"steps must be a positive integer, got {steps!r}")
+    from bcg_envs.registry import make_jax, short_name
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    env = make_jax(short_name(env_id), estimator=estimator)
+    kwargs.setdefault("log_dir", out)
+    kwargs.setdefault("checkpoint_dir", out / "checkpoints")
+    settings = {**_defaults(shac.train), **kwargs}
+    config = {
+        "env_id": short_name(env_id),
+        "algo": algo,
+        "estimator": estimator,
+        "steps": int(steps),
+        "seed": int(seed),
+        "observation_size": int(env.observation_size),
+        "action_size": int(env.action_size),
+        "episode_length": int(env.episode_length),
+        "learner": _jsonable({k: v for k, v in settings.items() if k != "progress_fn"}),
+        "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+    }
+    (out / "config.json").write_text(json.dumps(config, indent=2))
+    _, params, metrics = shac.train(env, num_timesteps=int(steps), estimator=estimator, seed=int(seed), **kwargs)
+    (out / "params.msgpack").write_bytes(flax.serialization.msgpack_serialize(_to_numpy(params)))
+    metrics = {k: _jsonable(v) for k, v in metrics.items()}
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
+    return metrics
+
+
+def _to_numpy(tree):
+    return jax.tree.map(np.asarray, tree)
+
+
+def load_run(run_dir: Union[str, Path]):
+    """``(config, params, make_policy)`` of a run folder."""
+    run = Path(run_dir)
+    config_path, params_path = run / "config.json", run / "params.msgpack"
+    for path in (config_path, params_path):
+        if not path.exists():
+            raise FileNotFoundError(f"{run} is not a finished run: {path.name} is missing")
+    config = json.loads(config_path.read_text())
+    params = flax.serialization.msgpack_restore(params_path.read_bytes())
+    learner = config["learner"]
+    make_policy = shac.make_inference_fn(config["action_size"], **{k: learner[k] for k in _POLICY_KEYS if k in learner})
+    return config, params, make_policy
+
+
+def evaluate_run(
+    run_dir: Union[str, Path],
+    *,
+    episodes: int = 16,
+    video: Optional[Union[str, Path]] = None,
+    sim: str = "mjx",
+    seed: int = 0,
+    episode_length: Optional[int] = None,
+) -> Dict[str, float]:
+    """Run the run's deterministic policy for ``episodes`` full episodes.
+
+    ``sim="mjx"`` rolls all episodes at once in a jitted ``lax.scan`` on the JAX env;
+    any other value (``"mujoco"``) steps the Gymnasium env with ``backend=sim`` one step
+    at a time. ``video`` writes the first episode as an mp4 (imageio) rendered by the
+    Gymnasium env (``render_mode="rgb_array"``). Returns ``mean_return``, ``std_return``,
+    ``mean_length`` and ``episodes``.
+    """
+    if episodes < 1:
+        raise ValueError(f"episodes must be >= 1, got {episodes}")
+    config, params, make_policy = load_run(run_dir)
+    policy = jax.jit(make_policy(params, deterministic=True))
+    env_id = config["env_id"]
+    if sim == "mjx":
+        returns, lengths = _rollout_mjx(env_id, config["estimator"], policy, episodes, seed, episode_length)
+    else:
+        returns, lengths = _rollout_gym(env_id, policy, episodes, seed, episode_length, backend=sim)
+    result = {
+        "mean_return": float(np.mean(returns)),
+        "std_return": float(np.std(returns)),
+        "mean_length": float(np.mean(lengths)),
+        "episodes": int(episodes),
+    }
+    if video is not None:
+        result["video"] = str(_record(env_id, policy, video, seed, episode_length, backend="mjx" if sim == "mjx" else sim))
+    return result
+
+
+def _rollout_mjx(env_id, estimator, policy, episodes, seed, episode_length):
+    from bcg_envs.registry import make_jax
+
+    env = make_jax(env_id, estimator=estimator)
+    length = int(episode_length or env.episode_length)
+
+    @jax.jit
+    def rollout(key):
+        state = jax.vmap(env.reset)(jax.random.split(key, episodes))
+
+        def body(carry, _):
+            state, alive, ret, steps = carry
+            action, _ = policy(state.obs, key)
+            nxt = jax.vmap(env.step)(state, action)
+            ret = ret + jnp.where(alive, nxt.reward, 0.0)
+            steps = steps + alive.astype(jnp.int32)
+            alive = alive & (nxt.done <= 0) & ~nxt.info["truncated"]
+            return (nxt, alive, ret, steps), None
+
+        init = (state, jnp.ones((episodes,), bool), jnp.zeros((episodes,)), jnp.zeros((episodes,), jnp.int32))
+        (_, _, ret, steps), _ = jax.lax.scan(body, init, None, length=length)
+        return ret, steps
+
+    ret, steps = rollout(jax.random.PRNGKey(seed))
+    return np.asarray(ret), np.asarray(steps)
+
+
+def _gym_env(env_id, backend, render_mode=None):
+    import gymnasium
+
+    import bcg_envs  # noqa: F401  (registers the ids)
+    from bcg_envs.registry import NAMESPACE
+
+    return gymnasium.make(f"{NAMESPACE}/{env_id}", backend=backend, render_mode=render_mode)
+
+
+def _episode(env, policy, seed, episode_length, frames=None):
+    key = jax.random.PRNGKey(seed)
+    obs, _ = env.reset(seed=seed)
+    total, steps = 0.0, 0
+    if frames is not None:
+        frames.append(env.render())
+    limit = episode_length or math.inf
+    while steps < limit:
+        action, _ = policy(jnp.asarray(obs), key)
+        obs, reward, terminated, truncated, _ = env.step(np.asarray(action))
+        total += float(reward)
+        steps += 1
+        if frames is not None:
+            frames.append(env.render())
+        if terminated or truncated:
+            break
+    return total, steps
+
+
+def _rollout_gym(env_id, policy, episodes, seed, episode_length, backend):
+    env = _gym_env(env_id, backend)
+    try:
+        results = [_episode(env, policy, seed + i, episode_length) for i in range(episodes)]
+    finally:
+        env.close()
+    return np.array([r for r, _ in results]), np.array([n for _, n in results])
+
+
+def _record(env_id, policy, video, seed, episode_length, backend):
+    import imageio
+
+    env = _gym_env(env_id, backend, render_mode="rgb_array")
+    frames: list = []
+    try:
+        _episode(env, policy, seed, episode_length, frames)
+        fps = env.metadata.get("render_fps", 25)
+    finally:
+        env.close()
+    path = Path(video)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    imageio.mimsave(str(path), frames, fps=fps)
+    return path

@@ -1,0 +1,17 @@
+"""Test set-up: persistent JAX compile cache and the single-CPU client workaround.
+
+Both must happen before JAX creates its CPU client, so they live here, imported first.
+"""
+
+import os
+from pathlib import Path
+
+_ROOT = Path(__file__).resolve().parents[1]
+os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", str(_ROOT / ".jax_cache"))
+os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+os.environ.setdefault("MUJOCO_GL", "egl")
+os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
+
+from bcg_envs.utils import single_cpu_client  # noqa: E402
+
+single_cpu_client()
