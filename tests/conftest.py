@@ -15,3 +15,16 @@ os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 from bcg_envs.utils import single_cpu_client  # noqa: E402
 
 single_cpu_client()
+
+
+import pytest  # noqa: E402
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``slow`` run only with BCG_SLOW=1."""
+    if os.environ.get("BCG_SLOW") == "1":
+        return
+    skip = pytest.mark.skip(reason="slow check; run with BCG_SLOW=1")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)

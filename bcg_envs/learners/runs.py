@@ -74,11 +74,13 @@ def train_run(
         raise ValueError(f"algo must be one of {ALGOS}, got {algo!r}")
     if steps is None or int(steps) < 1:
         raise ValueError(f"steps must be a positive integer, got {steps!r}")
-    from bcg_envs.registry import make_jax, short_name
+    from bcg_envs.gradients.config import check_estimator
+    from bcg_envs.registry import short_name
 
+    check_estimator(estimator)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    env = make_jax(short_name(env_id), estimator=estimator)
+    env = shac.make_env(env_id)
     kwargs.setdefault("log_dir", out)
     kwargs.setdefault("checkpoint_dir", out / "checkpoints")
     settings = {**_defaults(shac.train), **kwargs}
@@ -158,9 +160,7 @@ def evaluate_run(
 
 
 def _rollout_mjx(env_id, estimator, policy, episodes, seed, episode_length):
-    from bcg_envs.registry import make_jax
-
-    env = make_jax(env_id, estimator=estimator)
+    env = shac.make_env(env_id)  # the estimator does not change the forward pass
     length = int(episode_length or env.episode_length)
 
     @jax.jit

@@ -72,6 +72,21 @@ def step_fn(env: Any, estimator: Optional[str] = None, bundle: Any = None) -> Ca
     return lambda state, action: env._step(state, action, stepper)
 
 
+_ENVS: Dict[str, Any] = {}
+
+
+def make_env(env_id: str) -> Any:
+    """``bcg_envs.make_jax(env_id)``, cached per id so that repeated runs reuse compiled
+    functions. ``train`` applies its ``estimator`` through ``step_fn``, which steps
+    exactly as ``make_jax(env_id, estimator=estimator).step`` would."""
+    from bcg_envs.registry import make_jax, short_name
+
+    name = short_name(env_id)
+    if name not in _ENVS:
+        _ENVS[name] = make_jax(name)
+    return _ENVS[name]
+
+
 # ----- policy factory ---------------------------------------------------------------------
 def make_inference_fn(
     action_size: int,
@@ -119,19 +134,13 @@ class TrainState:
 
 @dataclasses.dataclass(frozen=True)
 class _Static:
-    """Hyper-parameters baked into the compiled iteration (a cache key)."""
+    """Shapes and architecture baked into the compiled iteration (a cache key). The
+    scalar hyper-parameters (``HYPER_KEYS``) are arguments of the compiled function, so
+    one compilation serves every setting of them (sweeps, tests)."""
 
     num_envs: int
     horizon: int
-    gamma: float
-    td_lambda: float
-    actor_lr: float
-    critic_lr: float
-    lr_schedule: str
-    min_lr: float
     adam_betas: Tuple[float, float]
-    actor_grad_clip: float
-    critic_grad_clip: float
     critic_iterations: int
     critic_minibatches: int
     actor_hidden: Tuple[int, ...]
@@ -139,18 +148,30 @@ class _Static:
     activation: str
     layer_norm: bool
     init_log_std: float
-    target_critic_alpha: float
     normalize_observations: bool
-    reward_scaling: float
-    max_grad_norm: float
 
 
-def _lr(base: float, end: float, schedule: str, iteration, total) -> jax.Array:
-    """SHAC's per-iteration linear decay from ``base`` to ``end`` (or constant)."""
-    if schedule == "constant":
-        return jnp.asarray(base, jnp.float32)
-    frac = jnp.clip(iteration.astype(jnp.float32) / jnp.maximum(total, 1).astype(jnp.float32), 0.0, 1.0)
-    return base + (end - base) * frac
+#: Scalar hyper-parameters passed to the compiled iteration as float32 arrays.
+HYPER_KEYS = (
+    "gamma",
+    "td_lambda",
+    "actor_lr",
+    "critic_lr",
+    "min_lr",
+    "lr_decay",  # 1.0: linear decay to min_lr over the run, 0.0: constant
+    "actor_grad_clip",
+    "critic_grad_clip",
+    "target_critic_alpha",
+    "reward_scaling",
+    "max_grad_norm",
+    "total_iterations",
+)
+
+
+def _lr(hp, base: str, iteration) -> jax.Array:
+    """SHAC's per-iteration linear decay from ``hp[base]`` to ``min_lr`` (or constant)."""
+    frac = jnp.clip(iteration.astype(jnp.float32) / jnp.maximum(hp["total_iterations"], 1.0), 0.0, 1.0)
+    return hp[base] + (hp["min_lr"] - hp[base]) * frac * hp["lr_decay"]
 
 
 def _where_tree(pred, new, old):
@@ -175,8 +196,8 @@ class _Built:
         self.actor = networks.Actor(self.action_size, cfg.actor_hidden, cfg.activation, cfg.layer_norm, cfg.init_log_std)
         self.critic = networks.Critic(cfg.critic_hidden, cfg.activation, cfg.layer_norm)
         b1, b2 = cfg.adam_betas
-        self.actor_tx = optax.chain(optax.clip_by_global_norm(cfg.actor_grad_clip), optax.scale_by_adam(b1=b1, b2=b2))
-        self.critic_tx = optax.chain(optax.clip_by_global_norm(cfg.critic_grad_clip), optax.scale_by_adam(b1=b1, b2=b2))
+        # Gradient clipping has no optimizer state, so the clip norm can be a traced value.
+        self.make_tx = lambda clip: optax.chain(optax.clip_by_global_norm(clip), optax.scale_by_adam(b1=b1, b2=b2))
         self.reset_batch = jax.vmap(env.reset)
         self.step_batch = jax.vmap(step)
 
@@ -209,8 +230,8 @@ class _Built:
             actor=actor,
             critic=critic,
             target_critic=critic,
-            actor_opt=self.actor_tx.init(actor),
-            critic_opt=self.critic_tx.init(critic),
+            actor_opt=self.make_tx(1.0).init(actor),
+            critic_opt=self.make_tx(1.0).init(critic),
             normalizer=networks.normalizer_init(self.obs_size),
             env_state=env_state,
             ep_return=jnp.zeros((cfg.num_envs,), jnp.float32),
@@ -233,16 +254,16 @@ class _Built:
 
         return jax.lax.cond(jnp.any(ended), reset, lambda s: s, state)
 
-    def _rollout_loss(self, actor_params, target_critic, normalizer, env_state, ep_return, ep_length, key):
+    def _rollout_loss(self, actor_params, target_critic, normalizer, env_state, ep_return, ep_length, key, hp):
         cfg = self.cfg
-        n, h, gamma = cfg.num_envs, cfg.horizon, cfg.gamma
+        n, h, gamma = cfg.num_envs, cfg.horizon, hp["gamma"]
 
         def body(carry, t):
             state, disc, ep_ret, ep_len = carry
             obs = self._norm(normalizer, state.obs)
             action = networks.sample_action(self.actor, actor_params, obs, jax.random.fold_in(key, t))
             nxt = self.step_batch(state, action)
-            reward = nxt.reward * cfg.reward_scaling
+            reward = nxt.reward * hp["reward_scaling"]
             done = nxt.done > 0
             ended = done | nxt.info["truncated"]
             v_next = self.critic.apply(target_critic, self._norm(normalizer, nxt.obs))
@@ -277,10 +298,10 @@ class _Built:
         return loss, aux
 
     # -- critic --------------------------------------------------------------------------
-    def _td_lambda(self, reward, v_next, ended):
+    def _td_lambda(self, reward, v_next, ended, hp):
         """TD(lambda) targets over the horizon; episode ends bootstrap with ``v_next``
         alone (0 on termination), the horizon end with ``V'(s_h)``."""
-        gamma, lam = self.cfg.gamma, self.cfg.td_lambda
+        gamma, lam = hp["gamma"], hp["td_lambda"]
 
         def body(g_next, x):
             r, v, e = x
@@ -290,8 +311,9 @@ class _Built:
         _, targets = jax.lax.scan(body, v_next[-1], (reward, v_next, ended), reverse=True)
         return targets
 
-    def _critic_update(self, critic, opt, obs, targets, key, lr):
+    def _critic_update(self, critic, opt, obs, targets, key, lr, hp):
         cfg = self.cfg
+        tx = self.make_tx(hp["critic_grad_clip"])
         obs = obs.reshape(-1, obs.shape[-1])
         targets = targets.reshape(-1)
         size = obs.shape[0]
@@ -303,9 +325,9 @@ class _Built:
         def minibatch(carry, idx):
             params, opt = carry
             loss, grads = jax.value_and_grad(loss_fn)(params, idx)
-            ok = jnp.isfinite(loss) & jnp.isfinite(optax.global_norm(grads))
+            ok = jnp.isfinite(loss) & jnp.isfinite(optax.tree.norm(grads))
             grads = jax.tree.map(lambda g: jnp.where(ok, g, 0.0), grads)
-            updates, new_opt = self.critic_tx.update(grads, opt, params)
+            updates, new_opt = tx.update(grads, opt, params)
             new_params = jax.tree.map(lambda p, u: p - lr * u, params, updates)
             return (_where_tree(ok, new_params, params), _where_tree(ok, new_opt, opt)), (loss, ~ok)
 
@@ -318,7 +340,7 @@ class _Built:
         return critic, opt, losses, jnp.sum(bad)
 
     # -- one iteration -------------------------------------------------------------------
-    def _iterate(self, ts: TrainState, total_iterations) -> Tuple[TrainState, Dict[str, jax.Array]]:
+    def _iterate(self, ts: TrainState, hp: Dict[str, jax.Array]) -> Tuple[TrainState, Dict[str, jax.Array]]:
         cfg = self.cfg
         key = jax.random.fold_in(ts.key, ts.iteration)
         k_roll, k_critic = jax.random.split(key)
@@ -326,23 +348,23 @@ class _Built:
 
         grad_fn = jax.value_and_grad(self._rollout_loss, has_aux=True)
         (loss, (env_state, ep_return, ep_length, traj)), grads = grad_fn(
-            ts.actor, ts.target_critic, normalizer, ts.env_state, ts.ep_return, ts.ep_length, k_roll
+            ts.actor, ts.target_critic, normalizer, ts.env_state, ts.ep_return, ts.ep_length, k_roll, hp
         )
-        grad_norm = optax.global_norm(grads)
-        ok = jnp.isfinite(loss) & jnp.isfinite(grad_norm) & (grad_norm <= cfg.max_grad_norm)
+        grad_norm = optax.tree.norm(grads)
+        ok = jnp.isfinite(loss) & jnp.isfinite(grad_norm) & (grad_norm <= hp["max_grad_norm"])
         grads = jax.tree.map(lambda g: jnp.where(ok, g, 0.0), grads)
-        actor_lr = _lr(cfg.actor_lr, cfg.min_lr, cfg.lr_schedule, ts.iteration, total_iterations)
-        updates, actor_opt = self.actor_tx.update(grads, ts.actor_opt, ts.actor)
+        actor_lr = _lr(hp, "actor_lr", ts.iteration)
+        updates, actor_opt = self.make_tx(hp["actor_grad_clip"]).update(grads, ts.actor_opt, ts.actor)
         actor = jax.tree.map(lambda p, u: p - actor_lr * u, ts.actor, updates)
         actor = _where_tree(ok, actor, ts.actor)
         actor_opt = _where_tree(ok, actor_opt, ts.actor_opt)
 
-        targets = self._td_lambda(traj["reward"], traj["v_next"], traj["ended"])
-        critic_lr = _lr(cfg.critic_lr, cfg.min_lr, cfg.lr_schedule, ts.iteration, total_iterations)
+        targets = self._td_lambda(traj["reward"], traj["v_next"], traj["ended"], hp)
+        critic_lr = _lr(hp, "critic_lr", ts.iteration)
         critic, critic_opt, critic_losses, critic_bad = self._critic_update(
-            ts.critic, ts.critic_opt, traj["obs"], targets, k_critic, critic_lr
+            ts.critic, ts.critic_opt, traj["obs"], targets, k_critic, critic_lr, hp
         )
-        alpha = cfg.target_critic_alpha
+        alpha = hp["target_critic_alpha"]
         target_critic = jax.tree.map(lambda t, c: alpha * t + (1.0 - alpha) * c, ts.target_critic, critic)
 
         if cfg.normalize_observations:
@@ -371,7 +393,7 @@ class _Built:
             "critic_loss": jnp.mean(critic_losses[-1]),
             "critic_skipped_minibatches": critic_bad.astype(jnp.float32),
             "value_target": jnp.mean(targets),
-            "reward": jnp.mean(traj["reward"]) / cfg.reward_scaling,
+            "reward": jnp.mean(traj["reward"]) / hp["reward_scaling"],
             "episodes": finished.astype(jnp.float32),
             "episode_reward": jnp.sum(traj["finished_return"]) / jnp.maximum(finished, 1),
             "episode_length": jnp.sum(traj["finished_length"]) / jnp.maximum(finished, 1),
@@ -612,11 +634,7 @@ def train(
       ``"actor"``, ``"critic"``; ``metrics`` holds the last training and evaluation
       metrics, ``num_steps``, ``skipped_updates`` and ``training/walltime``.
     """
-    if isinstance(environment, str):
-        from bcg_envs.registry import make_jax
-
-        environment = make_jax(environment, **({"estimator": estimator} if estimator else {}))
-    env = environment
+    env = make_env(environment) if isinstance(environment, str) else environment
     if num_envs < 1 or horizon < 1 or num_timesteps < 1:
         raise ValueError("num_envs, horizon and num_timesteps must be >= 1")
     if lr_schedule not in ("linear", "constant"):
@@ -629,15 +647,7 @@ def train(
     cfg = _Static(
         num_envs=int(num_envs),
         horizon=int(horizon),
-        gamma=float(gamma),
-        td_lambda=float(td_lambda),
-        actor_lr=float(actor_lr),
-        critic_lr=float(critic_lr),
-        lr_schedule=lr_schedule,
-        min_lr=float(min_lr),
         adam_betas=(float(adam_betas[0]), float(adam_betas[1])),
-        actor_grad_clip=float(actor_grad_clip),
-        critic_grad_clip=float(critic_grad_clip),
         critic_iterations=int(critic_iterations),
         critic_minibatches=int(critic_minibatches),
         actor_hidden=tuple(int(w) for w in actor_hidden),
@@ -645,16 +655,28 @@ def train(
         activation=activation,
         layer_norm=bool(layer_norm),
         init_log_std=float(init_log_std),
-        target_critic_alpha=float(target_critic_alpha),
         normalize_observations=bool(normalize_observations),
-        reward_scaling=float(reward_scaling),
-        max_grad_norm=float(max_grad_norm),
     )
     networks.activation_fn(activation)
     built = _built(env, estimator, bundle, cfg, devices)
     steps_per_iter = num_envs * horizon
     num_iterations = max(1, math.ceil(num_timesteps / steps_per_iter))
-    total = jax.device_put(jnp.asarray(num_iterations, jnp.int32), built.replicated)
+    hyper = {
+        "gamma": gamma,
+        "td_lambda": td_lambda,
+        "actor_lr": actor_lr,
+        "critic_lr": critic_lr,
+        "min_lr": min_lr,
+        "lr_decay": 1.0 if lr_schedule == "linear" else 0.0,
+        "actor_grad_clip": actor_grad_clip,
+        "critic_grad_clip": critic_grad_clip,
+        "target_critic_alpha": target_critic_alpha,
+        "reward_scaling": reward_scaling,
+        "max_grad_norm": max_grad_norm,
+        "total_iterations": num_iterations,
+    }
+    assert tuple(hyper) == HYPER_KEYS
+    hp = jax.device_put({k: jnp.asarray(float(v), jnp.float32) for k, v in hyper.items()}, built.replicated)
     eval_length = int(eval_episode_length or env.episode_length)
     eval_iters = (
         sorted({int(round(x)) for x in np.linspace(0, num_iterations, max(num_evals, 2))})
@@ -677,9 +699,9 @@ def train(
         layer_norm=cfg.layer_norm,
         normalize_observations=cfg.normalize_observations,
     )
-    meta = {"algo": "shac", "config": dataclasses.asdict(cfg), "seed": seed, "num_timesteps": num_timesteps}
+    meta = {"algo": "shac", "config": dataclasses.asdict(cfg), "hyper": hyper, "seed": seed, "num_timesteps": num_timesteps}
     eval_fields = ["eval/episode_reward", "eval/episode_reward_std", "eval/episode_length"]
-    train_fields = list(jax.eval_shape(built.iterate, ts, total)[1])
+    train_fields = list(jax.eval_shape(built.iterate, ts, hp)[1])
     loggers = _Loggers(
         log_dir, ["iteration", "num_steps", "walltime", *train_fields, "skipped_updates", *eval_fields], append=start > 0
     )
@@ -708,7 +730,7 @@ def train(
                 progress_fn(0, dict(metrics))
         for it in range(start, num_iterations):
             t_iter = time.time()
-            ts, train_metrics = built.iterate(ts, total)
+            ts, train_metrics = built.iterate(ts, hp)
             train_metrics = {k: float(v) for k, v in jax.device_get(train_metrics).items()}
             done_iters = it + 1
             num_steps = done_iters * steps_per_iter
@@ -719,7 +741,7 @@ def train(
                     "(%d skipped so far)",
                     it,
                     train_metrics["actor_grad_norm"],
-                    cfg.max_grad_norm,
+                    max_grad_norm,
                     skipped,
                 )
                 skipped_seen = skipped

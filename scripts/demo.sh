@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# The main job: gradient statistics of every estimator on BoxPush, a plot, a video, and a
+# short SHAC (exact vs BCG) training comparison. Writes demo_out/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+. .venv/bin/activate
+export JAX_COMPILATION_CACHE_DIR="$PWD/.jax_cache" JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0
+bcg-envs demo --out demo_out "$@"

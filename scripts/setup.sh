@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Create .venv with everything bcg_envs, its tests and the baselines need (CPU only).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# Headless rendering uses Mesa's EGL; install it where the machine lacks it (Debian/Ubuntu).
+if ! ldconfig -p 2>/dev/null | grep -q 'libEGL.so.1'; then
+  if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && apt-get install -y -qq libegl1 libgl1 libegl-mesa0 >/dev/null
+  else
+    echo "warning: libEGL not found; rendering (render_mode='rgb_array') will fail" >&2
+  fi
+fi
+PY=${PYTHON:-python3}
+[ -d .venv ] || "$PY" -m venv .venv
+. .venv/bin/activate
+python -m pip install -q --upgrade pip
+# The CPU build of torch first: a bare torch requirement would pull a multi-GB CUDA build.
+python -m pip install -q torch==2.13.0
+python -m pip install -q -e ".[baselines,dev]"

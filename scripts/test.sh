@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Set up and run the test suite (slow checks too when BCG_SLOW=1).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+. .venv/bin/activate
+python -m pytest -q "$@"

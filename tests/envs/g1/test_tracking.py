@@ -1,0 +1,345 @@
+"""Tests of the G1 tracking envs (bcg_envs/envs/g1/tracking.py) and the sim-to-sim check.
+
+Compiling a G1 step is the cost of this file, so one Gymnasium G1Squat-v0 env (one jitted
+reset/step and one jitted grad_step per estimator) is shared by every test that steps;
+the other ids are only constructed (no compile) unless BCG_SLOW=1.
+"""
+
+import os
+
+import jax
+
+# Create the JAX CPU client while this process sees one CPU: on 2 cores batched XLA
+# kernels (jacfwd / vmap over MJX's Cholesky) otherwise deadlock now and then
+# (DESIGN.md section 4, jax-ml/jax#25861). No effect if the client already exists.
+try:
+    _affinity = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(_affinity)})
+    jax.devices()
+    os.sched_setaffinity(0, _affinity)
+except (AttributeError, OSError):  # not Linux
+    pass
+
+import gymnasium as gym  # noqa: E402
+import mujoco  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+from gymnasium.utils.env_checker import check_env  # noqa: E402
+
+import bcg_envs  # noqa: E402,F401
+from bcg_envs import BundleConfig  # noqa: E402
+from bcg_envs.envs.g1 import constants as C  # noqa: E402
+from bcg_envs.envs.g1 import motions  # noqa: E402
+from bcg_envs.envs.g1.sim2sim import hold_pose_policy, sim_to_sim  # noqa: E402
+from bcg_envs.envs.g1.tracking import G1Squat, G1Track  # noqa: E402
+
+SLOW = bool(os.environ.get("BCG_SLOW") or os.environ.get("BCG_SLOW_TESTS"))
+slow = pytest.mark.slow
+skip_slow = pytest.mark.skipif(not SLOW, reason="set BCG_SLOW=1 (one G1 compile per env id)")
+
+G1_IDS = ["G1Jump-v0", "G1Squat-v0", "G1Kick-v0", "G1Track-v0"]
+NOBS = 97 + 3 * 39 + 2
+LAST_ACTION = slice(68, 97)  # observation slice of the last action
+
+
+def _stand_qpos(height=None):
+    qpos = np.zeros(36)
+    qpos[2] = C.DEFAULT_ROOT_HEIGHT if height is None else height
+    qpos[3] = 1.0
+    qpos[7:] = C.DEFAULT_POSE
+    return qpos
+
+
+@pytest.fixture(scope="module")
+def gym_env():
+    env = gym.make("bcg_envs/G1Squat-v0")
+    yield env
+    env.close()
+
+
+# ----- construction only (no compile) ---------------------------------------------------
+
+
+@pytest.mark.parametrize("env_id", G1_IDS)
+def test_ids_construct_with_paper_defaults(env_id):
+    env = bcg_envs.make_jax(env_id)
+    assert env.observation_size == NOBS
+    assert env.action_size == 29
+    assert env.dt == pytest.approx(0.02)
+    assert env.physics.n_substeps == 5
+    assert env.episode_length == len(env.reference) - 1
+    assert env.bundle.force_threshold == 400.0
+    assert env.bundle.horizon == 2 and env.bundle.num_samples == 10
+    assert env.bundle.space == "cartesian" and env.bundle.state_sigma == (0.01, 0.02)
+    assert np.allclose(env.mj_model.pair_solref[:, 0], 0.008)
+    # Every reference pose is reachable with |action| < 1 (PD targets, default scaling).
+    ref = env.reference.joint_pos
+    a = (ref - env.action_center) / env.action_scale
+    assert np.max(np.abs(a)) < 1.0
+    assert np.all(env.action_scale >= 0.5)
+
+
+def test_user_bundle_is_kept():
+    env = G1Squat(bundle=BundleConfig(horizon=1, num_samples=4))
+    assert env.bundle.horizon == 1 and env.bundle.num_samples == 4
+    assert env.bundle.force_threshold == 400.0
+
+
+def test_reference_is_sampled_at_the_control_rate():
+    env = G1Squat()
+    clip = motions.load_clip("squat")
+    ref = env.reference
+    assert len(ref) == int(np.floor(clip.duration / 0.02 + 1e-9)) + 1
+    # Frame k is the clip at t = 0.02 k (interpolated between 30 fps frames).
+    for k in (0, 7, 50, len(ref) - 1):
+        assert np.allclose(ref.qpos[k], clip.qpos_at(0.02 * k), atol=1e-9)
+    # Finite differences of the sampled joint angles agree with the reference velocities.
+    fd = np.gradient(ref.joint_pos, 0.02, axis=0)
+    assert np.max(np.abs(fd[2:-2] - ref.qvel[2:-2, 6:])) < 0.25
+    # Root height dips in the squat; feet stay in contact throughout.
+    assert ref.qpos[:, 2].min() < 0.55
+    assert np.all(ref.foot_contact == 1.0)
+    # Key bodies by forward kinematics: the feet are on the floor at the start.
+    feet = [C.KEY_SITES.index(s) for s in C.FEET_SITES]
+    assert np.all(np.abs(ref.key_pos[0, feet, 2] - 0.037 + 0.0) < 0.06)
+
+
+def test_jump_reference_has_flight():
+    env = bcg_envs.make_jax("G1Jump-v0")
+    flight = env.reference.foot_contact.sum(axis=1) == 0
+    assert 3 <= flight.sum() <= 25
+
+
+def test_track_motion_file_equals_squat(tmp_path):
+    squat = G1Squat()
+    track = G1Track(motion_file=motions.clip_path("squat"))
+    for field in ("qpos", "qvel", "key_pos", "foot_contact"):
+        assert np.array_equal(getattr(track.reference, field), getattr(squat.reference, field)), field
+    assert np.array_equal(track.action_scale, squat.action_scale)
+    assert track.episode_length == squat.episode_length
+    # A user CSV (a copy of the clip, via the loader/writer) gives the same reference.
+    path = motions.save_csv(motions.load_clip("squat"), tmp_path / "mine.csv")
+    mine = bcg_envs.make_jax("G1Track-v0", motion_file=str(path))
+    assert np.allclose(mine.reference.qpos, squat.reference.qpos, atol=1e-8)
+    # gym.make forwards motion_file to G1Track.
+    genv = gym.make("bcg_envs/G1Track-v0", motion_file=path)
+    assert np.allclose(genv.unwrapped.jax_env.reference.qpos, squat.reference.qpos, atol=1e-8)
+
+
+def test_bad_motion_file_is_reported(tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_text("1,2,3\n")
+    with pytest.raises(ValueError, match="line 1"):
+        G1Track(motion_file=path)
+
+
+def test_bad_config_is_reported():
+    with pytest.raises(ValueError, match="action_scale"):
+        G1Squat(config={"action_scale": 0.0})
+    with pytest.raises(ValueError, match="unknown key"):
+        G1Squat(config={"no_such_key": 1})
+
+
+def test_domain_randomization_changes_the_model():
+    nominal = G1Squat().mj_model
+    env = G1Squat(config={"domain_randomization": True, "randomization": {"seed": 3}})
+    m = env.mj_model
+    pelvis = m.body(C.ROOT_BODY).id
+    ratio = m.body_mass[1:] / nominal.body_mass[1:]
+    others = np.arange(1, m.nbody) != pelvis
+    assert np.all((ratio[others] >= 0.8 - 1e-9) & (ratio[others] <= 1.2 + 1e-9))
+    assert not np.allclose(ratio, 1.0)
+    assert abs(m.body_mass[pelvis] - nominal.body_mass[pelvis]) <= 3.0 * 1.2 + 1.0
+    foot_pairs = [i for i in range(m.npair) if m.pair_dim[i] == 3]
+    mu = m.pair_friction[foot_pairs, 0]
+    assert np.all(mu == mu[0]) and 0.3 <= mu[0] <= 1.2
+    kp = m.actuator_gainprm[:, 0] / nominal.actuator_gainprm[:, 0]
+    assert np.all((kp >= 0.8) & (kp <= 1.2))
+    assert np.allclose(m.actuator_biasprm[:, 1], -m.actuator_gainprm[:, 0])
+    # Deterministic in the seed; off by default.
+    again = G1Squat(config={"domain_randomization": True, "randomization": {"seed": 3}}).mj_model
+    assert np.array_equal(again.body_mass, m.body_mass)
+    assert np.array_equal(G1Squat().mj_model.body_mass, nominal.body_mass)
+
+
+# ----- one compiled G1Squat env -----------------------------------------------------------
+
+
+def test_check_env_squat(gym_env):
+    check_env(gym_env.unwrapped, skip_render_check=True)
+
+
+def test_50_steps_without_nan(gym_env):
+    env = gym_env.unwrapped
+    obs, info = env.reset(seed=1)
+    assert obs.shape == (NOBS,) and np.all(np.isfinite(obs))
+    # Starts at the reference's first frame, at rest on the floor.
+    qpos, qvel, _ = env.get_state()
+    assert np.allclose(qpos, env.jax_env.reference.qpos[0], atol=1e-5)
+    assert np.allclose(obs[LAST_ACTION], 0.0)
+    rng = np.random.default_rng(0)
+    rewards = []
+    for t in range(50):
+        action = 0.1 * rng.uniform(-1, 1, 29).astype(np.float32)
+        obs, reward, terminated, truncated, info = env.step(action)
+        assert np.all(np.isfinite(obs)) and np.isfinite(reward)
+        assert not info["sim_diverged"]
+        # The last action is recovered from the PD targets.
+        assert np.allclose(obs[LAST_ACTION], action, atol=1e-4)
+        rewards.append(reward)
+        for k in ("joint_pos", "joint_vel", "root_pos", "root_orient", "key_body", "foot_contact"):
+            assert 0.0 <= info[f"reward/{k}"] <= 1.0 + 1e-6
+        assert not truncated
+        if terminated:
+            obs, info = env.reset(seed=2)
+    assert 0.0 < np.mean(rewards) <= 1.0
+
+
+def _drop(env, height, vz):
+    qvel = np.zeros(35)
+    qvel[2] = vz
+    env.set_state(_stand_qpos(height), qvel)
+
+
+def test_bcg_bundles_at_foot_impact_not_in_flight(gym_env):
+    env = gym_env.unwrapped
+    env.reset(seed=0)
+    zero = np.zeros(29, np.float32)
+    # Held high above the floor: no contact, exact gradients.
+    _drop(env, 2.0, 0.0)
+    for _ in range(2):
+        out = env.grad_step(zero, estimator="bcg")
+        assert not out.info["bundled"]
+        assert out.info["max_contact_force"] == 0.0
+        assert np.all(np.isfinite(out.jacobians.A)) and np.all(np.isfinite(out.jacobians.B))
+    # Dropped from 3 cm above standing height at 0.5 m/s: the feet hit the floor > 400 N.
+    _drop(env, C.DEFAULT_ROOT_HEIGHT + 0.03, -0.5)
+    bundled, forces = [], []
+    for _ in range(5):
+        out = env.grad_step(zero, estimator="bcg")
+        bundled.append(bool(out.info["bundled"]))
+        forces.append(float(out.info["max_contact_force"]))
+        assert np.all(np.isfinite(out.jacobians.A)) and np.all(np.isfinite(out.jacobians.B))
+        assert out.jacobians.A.shape == (70, 70) and out.jacobians.B.shape == (70, 29)
+    assert max(forces) > 400.0, forces
+    assert any(bundled), (bundled, forces)
+    for t, (b, f) in enumerate(zip(bundled, forces)):
+        # Bundled exactly when pressing above 400 N, or within the H = 2 window after.
+        expected = f > 400.0 or (t > 0 and forces[t - 1] > 400.0)
+        assert b == expected, (t, bundled, forces)
+
+
+# Columns checked: A for joint positions (left knee, right hip pitch, waist yaw) and the
+# pelvis rotation about x (tangent space), B for two actuators.
+A_COLUMNS = ["left_knee_joint", "right_hip_pitch_joint", "waist_yaw_joint", "root_rot_x"]
+B_COLUMNS = ["left_knee", "left_shoulder_pitch"]
+
+
+def _c_step(model, qpos, qvel, ctrl, substeps):
+    d = mujoco.MjData(model)
+    d.qpos[:], d.qvel[:], d.ctrl[:] = qpos, qvel, ctrl
+    for _ in range(substeps):
+        mujoco.mj_step(model, d)
+    return d.qpos.copy(), d.qvel.copy()
+
+
+def _c_tangent(model, qpos, qvel, qpos_ref, qvel_ref):
+    dq = np.zeros(model.nv)
+    mujoco.mj_differentiatePos(model, dq, 1.0, qpos_ref, qpos)
+    return np.concatenate([dq, qvel - qvel_ref])
+
+
+def test_exact_jacobian_columns_match_mujoco_finite_differences(gym_env):
+    """Flight (no contact), joints moving away from limits: exact A/B columns vs C FD."""
+    env = gym_env.unwrapped
+    env.reset(seed=0)
+    rng = np.random.default_rng(1)
+    qpos = _stand_qpos(1.5)
+    qpos[7:] += 0.05 * rng.standard_normal(29)
+    qpos[3:7] = [np.cos(0.05), np.sin(0.05), 0.0, 0.0]
+    qvel = 0.5 * rng.standard_normal(35)
+    env.set_state(qpos, qvel)
+    qpos, qvel, _ = env.get_state()  # float32-rounded state, as simulated
+    qpos, qvel = qpos.astype(np.float64), qvel.astype(np.float64)
+    action = (0.2 * rng.uniform(-1, 1, 29)).astype(np.float32)
+    out = env.grad_step(action, estimator="exact")
+    assert not out.info["bundled"] and out.info["max_contact_force"] == 0.0
+    model = env.model
+    jax_env = env.jax_env
+    ctrl = jax_env.action_center + jax_env.action_scale * action.astype(np.float64)
+    n = jax_env.physics.n_substeps
+    nv = model.nv
+
+    def step_x(dx, du):
+        q = qpos.copy()
+        mujoco.mj_integratePos(model, q, dx[:nv], 1.0)
+        return _c_step(model, q, qvel + dx[nv:], ctrl + jax_env.action_scale * du, n)
+
+    q0, v0 = step_x(np.zeros(2 * nv), np.zeros(29))
+    # The MJX step matches MuJoCo C here.
+    nq, nvel, _ = env.get_state()
+    assert np.allclose(nq, q0, atol=2e-4) and np.allclose(nvel, v0, atol=2e-2)
+
+    def column(dx=None, du=None, eps=1e-4):
+        dx = np.zeros(2 * nv) if dx is None else dx
+        du = np.zeros(29) if du is None else du
+        plus = _c_tangent(model, *step_x(eps * dx, eps * du), q0, v0)
+        minus = _c_tangent(model, *step_x(-eps * dx, -eps * du), q0, v0)
+        return (plus - minus) / (2 * eps)
+
+    for name in A_COLUMNS:
+        dof = 3 if name == "root_rot_x" else model.jnt_dofadr[model.joint(name).id]
+        e = np.zeros(2 * nv)
+        e[dof] = 1.0
+        fd = column(dx=e)
+        got = out.jacobians.A[:, dof]
+        err = np.linalg.norm(got - fd) / max(np.linalg.norm(fd), 1e-6)
+        assert err < 2e-2, (name, err)
+    for name in B_COLUMNS:
+        u = model.actuator(name).id
+        e = np.zeros(29)
+        e[u] = 1.0
+        fd = column(du=e)
+        got = out.jacobians.B[:, u]
+        err = np.linalg.norm(got - fd) / max(np.linalg.norm(fd), 1e-6)
+        assert err < 2e-2, (name, err)
+
+
+def test_sim_to_sim_pd_hold_on_squat(gym_env):
+    result = sim_to_sim(gym_env, hold_pose_policy(), episodes=2, seed=0)
+    print("sim_to_sim(G1Squat-v0, PD hold):", {k: v for k, v in result.items() if k != "per_episode"})
+    assert result["episodes"] == 2 and len(result["per_episode"]) == 2
+    assert result["obs_reset_max_abs_diff"] < 1e-4
+    horizon = gym_env.unwrapped.jax_env.episode_length
+    # Holding the default pose the robot stands: no fall in either simulator.
+    assert result["falls"] == 0 and result["falls_mjx"] == 0
+    assert result["steps"] == [horizon, horizon] and result["steps_mjx"] == [horizon, horizon]
+    # It does not squat, so the key bodies miss the reference by centimetres to decimetres.
+    assert 2.0 < result["tracking_error_cm"] < 50.0
+    assert abs(result["tracking_error_cm"] - result["tracking_error_cm_mjx"]) < 2.0
+    for k in ("penetration_mm", "penetration_mm_mjx"):
+        assert 0.0 <= result[k] < 10.0
+    assert abs(result["penetration_diff_mm"]) < 2.0
+
+
+def test_sim_to_sim_rejects_bad_arguments(gym_env):
+    with pytest.raises(ValueError, match="episodes"):
+        sim_to_sim(gym_env, hold_pose_policy(), episodes=0)
+    with pytest.raises(ValueError, match="shape"):
+        sim_to_sim(gym_env, lambda obs: np.zeros(3), episodes=1, max_steps=1)
+
+
+# ----- the other ids (one compile each) ------------------------------------------------------
+
+
+@slow
+@skip_slow
+@pytest.mark.parametrize("env_id", ["G1Jump-v0", "G1Kick-v0", "G1Track-v0"])
+def test_check_env_other_ids(env_id):
+    env = gym.make(f"bcg_envs/{env_id}")
+    check_env(env.unwrapped, skip_render_check=True)
+    env.reset(seed=0)
+    for _ in range(20):
+        obs, reward, *_ = env.step(np.zeros(29, np.float32))
+        assert np.all(np.isfinite(obs)) and np.isfinite(reward)
+    env.close()
