@@ -1,0 +1,254 @@
+"""Derivative-free vs first-order learning on one axis of environment steps.
+
+    python -m baselines.compare --env BoxPush-v0 --steps 200000 --seeds 0 1 2 \
+        --algos sb3_ppo brax_ppo shac_exact shac_bcg brax_apg --out baselines/results/BoxPush-v0
+
+Each (algorithm, seed) run writes ``<out>/<algo>_seed<s>.csv`` with columns
+``env_steps, wall_clock, eval_return``; the summary writes ``curves.png`` (return vs env
+steps and vs wall-clock, mean +- std over seeds) and ``table.md`` (final return, env steps
+to reach 90% of PPO's final return, wall-clock).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+import numpy as np
+
+ALGORITHMS = ("sb3_ppo", "brax_ppo", "shac_exact", "shac_bcg", "brax_apg")
+CONFIGS = Path(__file__).resolve().parent / "configs"
+Row = Dict[str, float]
+
+
+def load_config(env_id: str) -> dict:
+    path = CONFIGS / f"{env_id}.json"
+    if not path.exists():
+        raise ValueError(f"no baseline config for {env_id!r}; expected {path}")
+    return json.loads(path.read_text())
+
+
+# ----- runners: each returns rows of (env_steps, wall_clock, eval_return) ------------------
+def run_sb3_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> List[Row]:
+    import gymnasium as gym
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.evaluation import evaluate_policy
+
+    import bcg_envs  # noqa: F401
+
+    env = gym.make(f"bcg_envs/{env_id}")
+    eval_env = gym.make(f"bcg_envs/{env_id}")
+    rows: List[Row] = []
+    start = time.perf_counter()
+    every = max(steps // evals, 1)
+
+    class Eval(BaseCallback):
+        def _on_step(self) -> bool:
+            if self.num_timesteps % every == 0:
+                mean, _ = evaluate_policy(self.model, eval_env, n_eval_episodes=2, deterministic=True)
+                rows.append(dict(env_steps=self.num_timesteps, wall_clock=time.perf_counter() - start, eval_return=float(mean)))
+            return True
+
+    params = dict(cfg["sb3_ppo"])
+    params["n_steps"] = min(params["n_steps"], max(steps // 2, 64))
+    params["batch_size"] = min(params["batch_size"], params["n_steps"])
+    model = PPO("MlpPolicy", env, seed=seed, verbose=0, device="cpu", **params)
+    model.learn(total_timesteps=steps, callback=Eval())
+    if not rows or rows[-1]["env_steps"] != model.num_timesteps:
+        mean, _ = evaluate_policy(model, eval_env, n_eval_episodes=2, deterministic=True)
+        rows.append(dict(env_steps=model.num_timesteps, wall_clock=time.perf_counter() - start, eval_return=float(mean)))
+    env.close()
+    eval_env.close()
+    return rows
+
+
+def _progress_rows(start: float, rows: List[Row]) -> Callable[[int, dict], None]:
+    def progress(step: int, metrics: dict) -> None:
+        if "eval/episode_reward" in metrics:
+            rows.append(dict(env_steps=int(step), wall_clock=time.perf_counter() - start, eval_return=float(metrics["eval/episode_reward"])))
+
+    return progress
+
+
+def run_brax_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> List[Row]:
+    from brax.training.agents.ppo import train as ppo
+
+    import bcg_envs
+
+    env = bcg_envs.make_jax(env_id, estimator="exact")
+    rows: List[Row] = []
+    start = time.perf_counter()
+    ppo.train(environment=env, num_timesteps=steps, episode_length=cfg["episode_length"], num_evals=evals + 1,
+              seed=seed, progress_fn=_progress_rows(start, rows), **cfg["brax_ppo"])
+    return rows
+
+
+def run_brax_apg(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> List[Row]:
+    from brax.training.agents.apg import train as apg
+
+    import bcg_envs
+
+    env = bcg_envs.make_jax(env_id, estimator="exact")
+    rows: List[Row] = []
+    start = time.perf_counter()
+    params = dict(cfg["brax_apg"])
+    steps_per_update = params["horizon_length"] * params["num_envs"]
+    updates = max(evals, steps // steps_per_update)
+    # Brax APG reports the evaluation index, not env steps: convert.
+    per_eval = round(updates / max(evals, 1)) * steps_per_update
+    to_rows = _progress_rows(start, rows)
+    apg.train(environment=env, policy_updates=updates, episode_length=cfg["episode_length"], num_evals=evals + 1,
+              num_eval_envs=16, seed=seed, progress_fn=lambda it, m: to_rows(it * per_eval, m), **params)
+    return rows
+
+
+def _run_shac(estimator: str):
+    def run(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> List[Row]:
+        from bcg_envs.learners import shac
+
+        import bcg_envs
+
+        env = bcg_envs.make_jax(env_id, estimator=estimator)
+        rows: List[Row] = []
+        start = time.perf_counter()
+        params = dict(cfg["shac"])
+        params["actor_hidden"] = tuple(params["actor_hidden"])
+        params["critic_hidden"] = tuple(params["critic_hidden"])
+        shac.train(env, num_timesteps=steps, seed=seed, num_evals=evals + 1, progress_fn=_progress_rows(start, rows),
+                   progress_bar=False, **params)
+        return rows
+
+    return run
+
+
+RUNNERS = {
+    "sb3_ppo": run_sb3_ppo,
+    "brax_ppo": run_brax_ppo,
+    "shac_exact": _run_shac("exact"),
+    "shac_bcg": _run_shac("bcg"),
+    "brax_apg": run_brax_apg,
+}
+
+
+# ----- files ------------------------------------------------------------------------------
+def write_csv(path: Path, rows: List[Row]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=["env_steps", "wall_clock", "eval_return"])
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({k: row[k] for k in writer.fieldnames})
+
+
+def read_runs(out_dir: Path) -> Dict[str, List[List[Row]]]:
+    """algo -> list (over seeds) of rows, from ``<algo>_seed<s>.csv`` files."""
+    runs: Dict[str, List[List[Row]]] = defaultdict(list)
+    for path in sorted(out_dir.glob("*_seed*.csv")):
+        algo = path.stem.rsplit("_seed", 1)[0]
+        with path.open() as f:
+            rows = [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
+        if rows:
+            runs[algo].append(rows)
+    return dict(runs)
+
+
+def steps_to_reach(rows: List[Row], target: float) -> Optional[float]:
+    for row in rows:
+        if row["eval_return"] >= target:
+            return row["env_steps"]
+    return None
+
+
+def summary_table(runs: Dict[str, List[List[Row]]], reference: str = "sb3_ppo") -> str:
+    """Markdown: final return (mean +- std over seeds), env steps to 90% of the reference's
+    final return (median over seeds; '—' if never), wall-clock to the end."""
+    ref = runs.get(reference) or runs.get("brax_ppo")
+    target = None
+    if ref:
+        ref_final = float(np.mean([r[-1]["eval_return"] for r in ref]))
+        # 90% of the way from the worst initial return to the reference's final return.
+        initial = min(r[0]["eval_return"] for seeds in runs.values() for r in seeds)
+        target = initial + 0.9 * (ref_final - initial)
+    lines = [
+        "| algorithm | seeds | final return | env steps to 90% of PPO | wall-clock (s) |",
+        "|---|---|---|---|---|",
+    ]
+    for algo, seeds in runs.items():
+        finals = np.array([r[-1]["eval_return"] for r in seeds])
+        wall = np.mean([r[-1]["wall_clock"] for r in seeds])
+        if target is None:
+            reach = "—"
+        else:
+            hits = [steps_to_reach(r, target) for r in seeds]
+            hits = [h for h in hits if h is not None]
+            reach = f"{np.median(hits):,.0f} ({len(hits)}/{len(seeds)})" if hits else f"— (0/{len(seeds)})"
+        lines.append(f"| {algo} | {len(seeds)} | {finals.mean():.2f} ± {finals.std():.2f} | {reach} | {wall:.0f} |")
+    return "\n".join(lines)
+
+
+def plot_curves(runs: Dict[str, List[List[Row]]], path: Path, title: str = "") -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    for algo, seeds in runs.items():
+        for ax, key in zip(axes, ("env_steps", "wall_clock")):
+            grid = np.linspace(0, min(r[-1][key] for r in seeds), 50)
+            curves = np.stack([np.interp(grid, [row[key] for row in r], [row["eval_return"] for row in r]) for r in seeds])
+            mean, std = curves.mean(0), curves.std(0)
+            ax.plot(grid, mean, label=algo)
+            ax.fill_between(grid, mean - std, mean + std, alpha=0.2)
+    axes[0].set(xlabel="environment steps", ylabel="evaluation return", title=title)
+    axes[1].set(xlabel="wall-clock (s)", ylabel="evaluation return")
+    axes[0].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def compare(env_id: str, algos: List[str], seeds: List[int], steps: int, out_dir: Path, evals: int = 5) -> str:
+    cfg = load_config(env_id)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for algo in algos:
+        if algo not in RUNNERS:
+            raise ValueError(f"unknown algorithm {algo!r}; choose from {ALGORITHMS}")
+        for seed in seeds:
+            print(f"[{env_id}] {algo} seed {seed}: {steps:,} env steps")
+            rows = RUNNERS[algo](env_id, steps, seed, cfg, evals)
+            write_csv(out_dir / f"{algo}_seed{seed}.csv", rows)
+    runs = read_runs(out_dir)
+    table = summary_table(runs)
+    (out_dir / "table.md").write_text(table + "\n")
+    plot_curves(runs, out_dir / "curves.png", title=env_id)
+    print(table)
+    return table
+
+
+def run_demo(out_dir: Path, steps: int, seed: int = 0) -> str:
+    """The README demo's small comparison: SHAC exact vs SHAC bcg vs Brax PPO on BoxPush."""
+    return compare("BoxPush-v0", ["brax_ppo", "shac_exact", "shac_bcg"], [seed], steps, Path(out_dir) / "compare", evals=4)
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--env", default="BoxPush-v0")
+    parser.add_argument("--algos", nargs="+", default=list(ALGORITHMS), choices=list(ALGORITHMS))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
+    parser.add_argument("--steps", type=int, default=200_000)
+    parser.add_argument("--evals", type=int, default=5)
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args(argv)
+    out = Path(args.out or f"baselines/results/{args.env}")
+    compare(args.env, args.algos, args.seeds, args.steps, out, args.evals)
+
+
+if __name__ == "__main__":
+    main()
