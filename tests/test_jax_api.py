@@ -21,7 +21,14 @@ def _rollout_return(env, horizon):
     return ret
 
 
-@pytest.mark.parametrize("estimator", ESTIMATORS)
+# Each estimator is a separate ~1-2 minute compile on 2 cores: exact and bcg by default,
+# all five with BCG_SLOW=1.
+_FAST = ("exact", "bcg")
+
+
+@pytest.mark.parametrize(
+    "estimator", [e if e in _FAST else pytest.param(e, marks=pytest.mark.slow) for e in ESTIMATORS]
+)
 def test_grad_through_32_step_rollout_is_finite(estimator):
     env = bcg_envs.make_jax("BoxPush-v0", estimator=estimator)
     assert env.mj_model.opt.iterations > 1  # the accurate solver, not iterations = 1

@@ -48,10 +48,18 @@ class State:
     def pipeline_state(self) -> mjx.Data:
         return self.data
 
-    def replace(self, **updates) -> "State":
-        if "pipeline_state" in updates:
-            updates["data"] = updates.pop("pipeline_state")
-        return super().replace(**updates)
+
+_dataclass_replace = State.replace
+
+
+def _replace(self: State, **updates) -> State:
+    """``dataclasses.replace`` that also accepts Brax's ``pipeline_state`` for ``data``."""
+    if "pipeline_state" in updates:
+        updates["data"] = updates.pop("pipeline_state")
+    return _dataclass_replace(self, **updates)
+
+
+State.replace = _replace  # flax's decorator installs its own replace; extend it here
 
 
 class Jacobians(NamedTuple):
