@@ -80,6 +80,9 @@ def run_brax_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> L
     from brax.training.agents.ppo import train as ppo
 
     import bcg_envs
+    from bcg_envs.compat import enable_brax
+
+    enable_brax()
 
     env = bcg_envs.make_jax(env_id, estimator="exact")
     rows: List[Row] = []
@@ -93,6 +96,9 @@ def run_brax_apg(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> L
     from brax.training.agents.apg import train as apg
 
     import bcg_envs
+    from bcg_envs.compat import enable_brax
+
+    enable_brax()
 
     env = bcg_envs.make_jax(env_id, estimator="exact")
     rows: List[Row] = []

@@ -63,6 +63,10 @@ def test_brax_ppo_accepts_the_env_unchanged():
     pytest.importorskip("brax")
     from brax.training.agents.ppo import train as ppo
 
+    from bcg_envs.compat import enable_brax
+
+    enable_brax()
+
     env = bcg_envs.make_jax("BoxPush-v0", estimator="exact")
     make_policy, params, metrics = ppo.train(
         environment=env,
