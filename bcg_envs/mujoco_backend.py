@@ -7,21 +7,30 @@ states, action map; written once, in the task class) and replace only the physic
 
 * Physics: ``mujoco.mj_step`` on ``jax_env.mj_model`` (the model MJX simulates, contact
   stiffness and task edits applied), ``physics.n_substeps`` substeps per control step, in
-  float64. The vector env steps all copies with ``mujoco.rollout`` (a persistent
-  multi-threaded ``Rollout``), then replays each substep's ``mj_forward`` to read the
-  contact forces (rollout returns states only).
+  float64, ``ctrl = action_to_ctrl(clip(action))`` in NumPy (as ``c + M a`` when the map is
+  affine, checked at construction). The contact normal forces behind
+  ``info["max_contact_force"]`` and the ``bcg`` trigger are MuJoCo's own
+  (``mj_contactForce``), the largest over the substeps.
 * Task logic: ``observe``/``reward``/``terminated`` are traced once into one jitted
   function of a packed vector holding exactly the ``mjx.Data`` leaves (and task-info
-  entries) that they read, found by a liveness pass over the traced jaxpr. Every other
+  entries) that they read, found by a liveness pass over the traced jaxpr; every other
   leaf is a zero constant that XLA removes. The leaves are copied from the C ``MjData``
   after ``mj_kinematics``/``mj_comPos`` (MJX's ``refresh``); contact and constraint leaves
   are reordered into MJX's slot layout exactly as ``mjx.put_data`` does, and leaves
-  without a fast copy fall back to ``mjx.put_data`` per step. ``mjx.put_data`` itself
-  costs ~8 ms per call on BoxPush (``benchmark()``), the packed path one jit dispatch.
-* Jacobians (``grad_step``): centered finite differences of the whole control step in
-  tangent coordinates (``mj_integratePos``/``mj_differentiatePos``), all branches of one
-  estimator evaluated in one ``Rollout`` call. ``r_x``, ``r_a`` and ``C`` are central
-  differences of the same task functions (float64) at displaced C states.
+  without a fast copy would fall back to ``mjx.put_data`` per step. ``mjx.put_data``
+  costs 3-9 ms per call on BoxPush, the packed path ~7 us plus one ~12 us jit dispatch
+  (``benchmark()``).
+* Vector env: all copies advance in one multi-threaded ``mujoco.rollout.Rollout`` call;
+  rollout returns states only, so each copy then replays ``mj_forward`` at the substeps
+  where ``mj_collision`` finds contacts (and at the last one) for the contact forces, the
+  constraint leaves and the next warmstart. One vmapped jit call evaluates the task.
+* Jacobians (``grad_step``): central differences of the whole control step in tangent
+  coordinates (``mj_integratePos``/``mj_differentiatePos``); every branch of an
+  estimator is one trajectory of a single ``Rollout`` call. (``mjd_transitionFD`` per
+  substep, composed, agrees to ~1e-8 at smooth states and costs about the same for
+  ``exact``, but the bundles would need a Python loop over branches and substeps.)
+  ``r_x``, ``r_a`` and ``C`` chain forward-mode derivatives of the shared task functions
+  with respect to the leaves they read with central differences of C's kinematics.
 
 Divergence (non-finite state, a MuJoCo instability warning, or ``|qvel| >= 1e3``) reverts
 the step as in MJX: ``terminated=True``, ``info["sim_diverged"]=True``, finite obs, zero
@@ -34,7 +43,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import gymnasium
 import jax
@@ -53,8 +62,8 @@ from bcg_envs.registry import make_jax
 
 #: Step of the central differences of the control step (tangent coordinates, action).
 FD_EPS = 1e-6
-#: Step of the central differences of the task functions (float64) for r_x, r_a and C.
-TASK_FD_EPS = 1e-6
+#: Step of the central differences of the C kinematics behind r_x and C.
+KIN_FD_EPS = 1e-6
 
 _FULL = mujoco.mjtState.mjSTATE_FULLPHYSICS
 _INTEGRATION = mujoco.mjtState.mjSTATE_INTEGRATION
@@ -197,7 +206,8 @@ class _TaskProgram:
 
         self._layout = _ContactLayout(model)
         used = sorted(set(self.prev_used) | set(self.data_used))
-        self.leaves: Dict[int, _Leaf] = {i: self._make_leaf(i) for i in used}
+        probe = mujoco.MjData(model)
+        self.leaves: Dict[int, _Leaf] = {i: self._make_leaf(i, probe) for i in used}
         self.slow = [self.leaves[i].path for i in used if self.leaves[i].kind == "slow"]
         self._needs_cmap = any(self.leaves[i].kind in ("contact", "efc") for i in used)
 
@@ -220,7 +230,8 @@ class _TaskProgram:
                 nf += size
         self.nf, self.ni = nf, ni
         groups = {"prev": 0, "data": 1, "info": 2, "action": 3}
-        self._slots = [(groups[g], k, integer, off, off + size) for g, k, _, integer, off, size in self._entries]
+        # flat: entries of more than one axis are raveled when packed
+        self._slots = [(groups[g], k, integer, off, off + size, len(shape) > 1) for g, k, shape, integer, off, size in self._entries]
         self.nout = self.nobs + 2 + len(self.metric_keys)
         self._fns: Dict[tuple, Callable] = {}
 
@@ -230,6 +241,7 @@ class _TaskProgram:
         prev = jax.tree_util.tree_unflatten(self._treedef, prev_leaves)
         data = jax.tree_util.tree_unflatten(self._treedef, data_leaves)
         diverged = info["sim_diverged"]
+        action = jnp.clip(action, -1.0, 1.0)
         reward, weighted = env.reward(prev, action, data, info)
         reward = jnp.where(diverged, 0.0, reward)
         info = dict(info)
@@ -268,28 +280,34 @@ class _TaskProgram:
         parts += [jnp.reshape(weighted[k.split("/", 1)[1]], (1,)).astype(fdt) for k in self.metric_keys]
         return jnp.concatenate(parts)
 
-    def function(self, batched: bool = False, x64: bool = False):
-        """The jitted packed program (``(fvec, ivec) -> out``), optionally vmapped / float64."""
-        key = (batched, x64)
-        if key not in self._fns:
-            fn = jax.vmap(self._packed) if batched else self._packed
-            self._fns[key] = jax.jit(fn)
-        return self._fns[key]
+    def function(self, batched: bool = False):
+        """The jitted packed program ``(fvec, ivec) -> out``, optionally vmapped."""
+        if batched not in self._fns:
+            self._fns[batched] = jax.jit(jax.vmap(self._packed) if batched else self._packed)
+        return self._fns[batched]
 
-    def __call__(self, fvec, ivec, batched=False, x64=False) -> np.ndarray:
-        fn = self.function(batched, x64)
-        if x64:
-            with jax.enable_x64(True):
-                return np.asarray(fn(fvec, ivec))
-        return np.asarray(fn(fvec, ivec))
+    def __call__(self, fvec, ivec, batched=False) -> np.ndarray:
+        return np.asarray(self.function(batched)(fvec, ivec))
+
+    def jacobian(self, fvec, ivec) -> np.ndarray:
+        """d out / d fvec (forward mode through the task functions), (nout, nf)."""
+        if "jac" not in self._fns:
+            self._fns["jac"] = jax.jit(jax.jacfwd(self._packed))
+        return np.asarray(self._fns["jac"](fvec, ivec), np.float64)
+
+    def span(self, group: str, key=None) -> slice:
+        """Where an input entry lives in the float vector."""
+        for g, k, _, integer, off, size in self._entries:
+            if g == group and k == key and not integer:
+                return slice(off, off + size)
+        return slice(0, 0)
 
     # ----- reading leaves from MuJoCo C ---------------------------------------------------
-    def _make_leaf(self, i: int) -> _Leaf:
+    def _make_leaf(self, i: int, probe: mujoco.MjData) -> _Leaf:
         path = self._paths[i]
         shape, dtype = self._avals[i]
         size = int(np.prod(shape, dtype=np.int64))
         parts = path.lstrip(".").split(".")
-        probe = mujoco.MjData(self.model)
         if parts[0] != "_impl" and len(parts) == 1 and hasattr(probe, parts[0]):
             if np.asarray(getattr(probe, parts[0])).size == size:
                 return _Leaf(path, shape, dtype, "public", parts[0])
@@ -323,14 +341,17 @@ class _TaskProgram:
         fvec = np.empty(self.nf, fdtype)
         ivec = np.empty(self.ni, np.int32)
         src = (prev, data, info, {None: action})
-        for g, key, integer, lo, hi in self._slots:
-            (ivec if integer else fvec)[lo:hi] = np.ravel(src[g][key])
+        for g, key, integer, lo, hi, flat in self._slots:
+            v = src[g][key]
+            (ivec if integer else fvec)[lo:hi] = v.reshape(-1) if flat else v
         return fvec, ivec
 
     def unpack(self, out: np.ndarray):
         """obs (float32), reward, done, weighted terms: Python scalars for one output,
         arrays for a batch."""
-        obs = np.clip(out[..., : self.nobs].astype(np.float32), -OBS_BOUND, OBS_BOUND)
+        obs = out[..., : self.nobs].astype(np.float32)
+        np.minimum(obs, OBS_BOUND, out=obs)
+        np.maximum(obs, -OBS_BOUND, out=obs)
         if out.ndim == 1:
             rest = out[self.nobs :].tolist()
             return obs, rest[0], rest[1] > 0.5, dict(zip(self.metric_keys, rest[2:]))
@@ -548,7 +569,8 @@ class _Core:
         return d.qpos.copy(), d.qvel.copy(), d.act.copy()
 
     def info_dict(self) -> Dict[str, Any]:
-        out = dict(self.info)
+        """A fresh info dict (arrays copied: callers may keep or modify it)."""
+        out = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in self.info.items()}
         out.update(self.metrics)
         return out
 
@@ -830,7 +852,7 @@ def _physics(core: _Core, action: np.ndarray, estimator: str, cfg: BundleConfig,
     (start state, start warmstart) or (None, None)).
     """
     s = core.s
-    clipped = np.clip(action, -1.0, 1.0).astype(np.float32)
+    clipped = np.minimum(np.maximum(action, -1.0), 1.0).astype(np.float32)
     ctrl = s.action_map(clipped)
     core.begin()
     start = warm = None
@@ -891,6 +913,8 @@ class _Stepper:
         return self._configs[bundle]
 
     def rng(self, core: _Core, cfg: BundleConfig) -> np.random.Generator:
+        """The step's perturbation generator: seeded by ``BundleConfig.seed``, the episode
+        (drawn from the env's seed at reset) and the step count."""
         return np.random.default_rng([cfg.seed, core.episode, int(core.info["step"])])
 
     def step(self, core: _Core, action: np.ndarray):
@@ -940,7 +964,8 @@ class _Stepper:
         ref = np.concatenate([core.d.qpos, core.d.qvel, core.d.act])
         f = _Transition(s, start, warm, clipped.astype(np.float64), ref)
         if cfg.forward == "mean" and est != "exact" and trig:
-            _mean_forward(core, f, est, cfg, log, np.random.default_rng([cfg.seed, core.episode, int(core.info["step"]), 1]))
+            # The same branches as the Jacobians below (a generator with the same seed).
+            _mean_forward(core, f, est, cfg, log, self.rng(core, cfg))
         A, B, dropped, alpha = _estimate(core, f, est, cfg, log, trig, rng)
         in_box = (np.abs(action) <= 1.0).astype(np.float64)
         B = B * in_box[None, :]
@@ -954,57 +979,58 @@ class _Stepper:
         return result, jac
 
     def _task_jacobians(self, core: _Core, d0: mujoco.MjData, action: np.ndarray, A, B):
-        """Central differences of the task functions: r_x = g0 + A^T g1, r_a = ga + B^T g1,
-        C = d obs / d x1, with g0/g1 the reward's derivatives in the start/end states."""
+        """r_x = g0 + A^T g1, r_a = ga + B^T g1 and C = d obs / d x1 (as ``MjxEnv.grad_step``).
+
+        The task functions see a state only through the ``mjx.Data`` leaves they read, so
+        each derivative is (d task / d leaves) (d leaves / d x): the first by forward-mode
+        autodiff of the shared (float32) task functions at the packed inputs, the second
+        by central differences (float64) of MuJoCo C's kinematics at the start state
+        ``d0`` and the end state. Central differences of the float32 task functions
+        themselves would need steps ~1e-3 to stay above rounding noise.
+        """
         s = self.s
         p = s.program
         m = s.model
-        nx, nu, nv = s.nx, s.nu, s.nv
-        eps = TASK_FD_EPS
+        nx, nv = s.nx, s.nv
+        eps = KIN_FD_EPS
         info = dict(core.info)
         info["truncated"] = info["step"] >= s.episode_length
+        prev0 = p.read(d0)
+        next0 = core.leaves
 
-        def displaced(base: mujoco.MjData):
+        def leaf_jacobian(base: mujoco.MjData, which: str) -> np.ndarray:
+            """d fvec / d x (nf, nx) through the leaves of ``which`` ("prev" / "data")."""
             scratch = core._scratch
             mujoco.mj_copyData(scratch, m, base)
             q0, v0, a0 = base.qpos.copy(), base.qvel.copy(), base.act.copy()
-            rows = []
-            E = eps * np.eye(nx)
-            for dx in np.concatenate([E, -E]):
-                scratch.qpos[:] = s.tangent.integrate(q0, dx[:nv])[0]
-                scratch.qvel[:] = v0 + dx[nv : 2 * nv]
-                if s.na:
-                    scratch.act[:] = a0 + dx[2 * nv :]
-                mujoco.mj_kinematics(m, scratch)
-                mujoco.mj_comPos(m, scratch)
-                rows.append(p.read(scratch))
-            return rows
+            cols = []
+            for sign in (1.0, -1.0):
+                rows = []
+                for j in range(nx):
+                    dx = np.zeros(nx)
+                    dx[j] = sign * eps
+                    scratch.qpos[:] = s.tangent.integrate(q0, dx[:nv])[0]
+                    scratch.qvel[:] = v0 + dx[nv : 2 * nv]
+                    if s.na:
+                        scratch.act[:] = a0 + dx[2 * nv :]
+                    mujoco.mj_kinematics(m, scratch)
+                    mujoco.mj_comPos(m, scratch)
+                    leaves = p.read(scratch)
+                    args = (leaves, action, next0) if which == "prev" else (prev0, action, leaves)
+                    rows.append(p.pack(args[0], args[1], args[2], info, np.float64)[0])
+                cols.append(np.stack(rows, axis=1))
+            return (cols[0] - cols[1]) / (2 * eps)
 
-        prev_rows = displaced(d0)
-        next_rows = displaced(core.d)
-        a = action.astype(np.float64)
-        clip = lambda u: np.clip(u, -1.0, 1.0)
-        prev0, next0 = self._leaves_of(d0), core.leaves
-        Eu = eps * np.eye(nu)
-        packs = [p.pack(r, clip(a), next0, info, np.float64) for r in prev_rows]
-        packs += [p.pack(prev0, clip(a + du), next0, info, np.float64) for du in np.concatenate([Eu, -Eu])]
-        packs += [p.pack(prev0, clip(a), r, info, np.float64) for r in next_rows]
-        fv = np.stack([x[0] for x in packs])
-        iv = np.stack([x[1] for x in packs])
-        out = p(fv, iv, batched=True, x64=True)
-        reward = out[:, p.nobs]
-        obs = out[:, : p.nobs]
-        k = 0
-        g0 = (reward[k : k + nx] - reward[k + nx : k + 2 * nx]) / (2 * eps)
-        k += 2 * nx
-        ga = (reward[k : k + nu] - reward[k + nu : k + 2 * nu]) / (2 * eps)
-        k += 2 * nu
-        g1 = (reward[k : k + nx] - reward[k + nx : k + 2 * nx]) / (2 * eps)
-        C = ((obs[k : k + nx] - obs[k + nx : k + 2 * nx]) / (2 * eps)).T
+        fvec, ivec = p.pack(prev0, action, next0, info)
+        J = p.jacobian(fvec, ivec)  # (nout, nf)
+        dr, dobs = J[p.nobs], J[: p.nobs]
+        F0 = leaf_jacobian(d0, "prev")
+        F1 = leaf_jacobian(core.d, "data")
+        g0 = dr @ F0
+        g1 = dr @ F1
+        ga = dr[p.span("action")]
+        C = dobs @ F1
         return g0 + A.T @ g1, ga + B.T @ g1, C
-
-    def _leaves_of(self, d: mujoco.MjData):
-        return self.s.program.read(d)
 
 
 # ======================================================================================
@@ -1269,3 +1295,160 @@ class MujocoVectorEnv(gymnasium.vector.VectorEnv):
     def _require_reset(self) -> None:
         if not self._started:
             raise RuntimeError(f"{self.env_name}: call reset() before step() or grad_step()")
+
+
+# ======================================================================================
+# Benchmark
+# ======================================================================================
+def _timeit(fn: Callable[[], Any], number: int, repeat: int = 5) -> float:
+    """Best of ``repeat`` blocks of ``number`` calls, seconds per call (the best block is
+    the least disturbed by other processes on a shared machine)."""
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        for _ in range(number):
+            fn()
+        best = min(best, (time.perf_counter() - t) / number)
+    return best
+
+
+def _transition_fd(shared: _Shared, d0: mujoco.MjData, ctrl: np.ndarray, eps: float = FD_EPS):
+    """(A, B) of the control step by ``mjd_transitionFD`` per substep, composed."""
+    m, nx, nu = shared.model, shared.nx, shared.nu
+    d = mujoco.MjData(m)
+    mujoco.mj_copyData(d, m, d0)
+    d.ctrl[:] = ctrl
+    A, B = np.eye(nx), np.zeros((nx, nu))
+    Ak, Bk = np.zeros((nx, nx)), np.zeros((nx, nu))
+    for _ in range(shared.n_substeps):
+        mujoco.mjd_transitionFD(m, d, eps, True, Ak, Bk, None, None)
+        A, B = Ak @ A, Ak @ B + Bk
+        mujoco.mj_step(m, d)
+    return A, B @ shared.action_map.M
+
+
+def benchmark(env_name: str = "BoxPush-v0", steps: int = 200, num_envs: int = 16, mjx_grad: bool = False) -> Dict[str, float]:
+    """Print (and return) the costs behind ``backend="mujoco"``, measured in one run.
+
+    * Gym single-env ``step`` latency: ``backend="mujoco"`` vs Gymnasium's ``Pusher-v5``
+      (MuJoCo C, 5 substeps, NumPy task code) vs ``backend="mjx"``, as ratios.
+    * Task-function inputs per step: ``mjx.put_data`` vs the packed leaves.
+    * ``grad_step(estimator="exact")``: whole-step central differences through ``Rollout``
+      vs ``mjd_transitionFD`` per substep composed (speed and agreement), at a contact state.
+    * Vector ``step``: ``MujocoVectorEnv`` vs ``GymVectorEnv`` (MJX vmap).
+    ``mjx_grad=True`` adds MJX's ``grad_step`` (compiling it takes minutes on CPU).
+    """
+    from bcg_envs.gym import GymEnv, GymVectorEnv
+
+    out: Dict[str, float] = {}
+    n = max(steps // 5, 1)
+    env = MujocoGymEnv(env_name)
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    actions = rng.uniform(-1, 1, (64,) + env.action_space.shape).astype(np.float32)
+    k = [0]
+
+    def stepper(e):
+        def f():
+            k[0] = (k[0] + 1) % len(actions)
+            _, _, term, trunc, _ = e.step(actions[k[0]])
+            if term or trunc:
+                e.reset()
+        return f
+
+    out["mujoco_step_us"] = 1e6 * _timeit(stepper(env), n)
+    mjx_env = GymEnv(env_name)
+    mjx_env.reset(seed=0)
+    out["mjx_step_us"] = 1e6 * _timeit(stepper(mjx_env), n)
+    try:
+        pusher = gymnasium.make("Pusher-v5")
+        pusher.reset(seed=0)
+        pa = pusher.action_space.sample()
+
+        def pstep():
+            _, _, term, trunc, _ = pusher.step(pa)
+            if term or trunc:
+                pusher.reset()
+
+        out["pusher_v5_step_us"] = 1e6 * _timeit(pstep, n)
+        pusher.close()
+    except Exception as err:  # noqa: BLE001 - report why it could not be built
+        print(f"Pusher-v5 unavailable: {err!r}")
+    print(f"single-env step latency ({env_name}, best of 5 x {n} steps):")
+    print(f"  backend='mujoco' {out['mujoco_step_us']:8.1f} us")
+    if "pusher_v5_step_us" in out:
+        print(f"  Pusher-v5        {out['pusher_v5_step_us']:8.1f} us   mujoco / Pusher-v5 = "
+              f"{out['mujoco_step_us'] / out['pusher_v5_step_us']:.2f}")
+    print(f"  backend='mjx'    {out['mjx_step_us']:8.1f} us   mjx / mujoco = {out['mjx_step_us'] / out['mujoco_step_us']:.1f}")
+
+    # Task-function inputs: put_data vs packed leaves (+ the one jit dispatch).
+    core, program = env._core, env._shared.program
+    d = core.d
+    out["put_data_us"] = 1e6 * _timeit(lambda: mjx.put_data(env.model, d), max(n // 10, 3))
+    out["read_pack_us"] = 1e6 * _timeit(
+        lambda: program.pack(core.leaves, actions[0], program.read(d), core.info), n)
+    fv, iv = program.pack(core.leaves, actions[0], core.leaves, core.info)
+    out["program_call_us"] = 1e6 * _timeit(lambda: program(fv, iv), n)
+    print(f"task inputs: mjx.put_data {out['put_data_us']:.0f} us/step; packed leaves {out['read_pack_us']:.1f} us "
+          f"+ jitted task call {out['program_call_us']:.1f} us")
+
+    # grad_step: FD schemes at a smooth contact state (BoxPush: the pusher pressing the -x
+    # face of a box that slides and spins, so no contact or friction regime switches within
+    # the step) or the current state.
+    a = np.clip(actions[1], -1, 1)
+    if env_name == "BoxPush-v0":
+        env.set_state(np.array([-0.073, 0.0, 0.0, 0.0, 0.0]), np.array([0.4, 0.25, 0.3, 0.25, 2.0]))
+        a = np.array([0.8, 0.0], np.float32)
+    s = env._shared
+    start = np.zeros(s.nstate)
+    mujoco.mj_getState(s.model, d, start, _FULL)
+    d0 = mujoco.MjData(s.model)
+    mujoco.mj_copyData(d0, s.model, d)
+    dn = mujoco.MjData(s.model)
+    mujoco.mj_copyData(dn, s.model, d)
+    dn.ctrl[:] = s.action_map(a)
+    for _ in range(s.n_substeps):
+        mujoco.mj_step(s.model, dn)
+    f = _Transition(s, start, d.qacc_warmstart.copy(), a.astype(np.float64), np.concatenate([dn.qpos, dn.qvel, dn.act]))
+    zx, zu = np.zeros((1, s.nx)), np.zeros((1, s.nu))
+    A1, B1 = (x[0] for x in f.jacobians_at(zx, zu))
+    A2, B2 = _transition_fd(s, d0, s.action_map(a))
+    reps = max(n // 20, 3)
+    out["fd_whole_step_ms"] = 1e3 * _timeit(lambda: f.jacobians_at(zx, zu), reps)
+    out["fd_transitionFD_ms"] = 1e3 * _timeit(lambda: _transition_fd(s, d0, s.action_map(a)), reps)
+    rel = lambda x, y: float(np.linalg.norm(x - y) / max(np.linalg.norm(y), 1e-12))
+    out["fd_schemes_rel_diff"] = max(rel(A2, A1), rel(B2, B1))
+    print(f"exact Jacobians (nx={s.nx}, nu={s.nu}, {s.n_substeps} substeps, rollout threads={s.nthread}): "
+          f"whole-step central FD via Rollout {out['fd_whole_step_ms']:.2f} ms, "
+          f"mjd_transitionFD per substep {out['fd_transitionFD_ms']:.2f} ms; they agree to {out['fd_schemes_rel_diff']:.1e}")
+    qpos, qvel, _ = env.get_state()
+
+    def grad():
+        env.set_state(qpos, qvel)
+        env.grad_step(a, estimator="exact")
+
+    out["mujoco_grad_step_ms"] = 1e3 * _timeit(grad, reps)
+    print(f"grad_step(exact) backend='mujoco' {out['mujoco_grad_step_ms']:.2f} ms")
+    if mjx_grad:
+        mjx_env.grad_step(a, estimator="exact")
+        out["mjx_grad_step_ms"] = 1e3 * _timeit(lambda: mjx_env.grad_step(a, estimator="exact"), reps)
+        print(f"grad_step(exact) backend='mjx'    {out['mjx_grad_step_ms']:.2f} ms")
+
+    # Vector envs.
+    vec = MujocoVectorEnv(env_name, num_envs)
+    vec.reset(seed=0)
+    mvec = GymVectorEnv(env_name, num_envs)
+    mvec.reset(seed=0)
+    va = rng.uniform(-1, 1, (num_envs,) + env.action_space.shape).astype(np.float32)
+    out["mujoco_vec_step_ms"] = 1e3 * _timeit(lambda: vec.step(va), max(n // 4, 3))
+    out["mjx_vec_step_ms"] = 1e3 * _timeit(lambda: mvec.step(va), max(n // 4, 3))
+    print(f"vector step, {num_envs} envs: MujocoVectorEnv {out['mujoco_vec_step_ms']:.2f} ms, "
+          f"GymVectorEnv (MJX) {out['mjx_vec_step_ms']:.2f} ms, ratio {out['mjx_vec_step_ms'] / out['mujoco_vec_step_ms']:.1f}")
+    vec.close()
+    env.close()
+    return out
+
+
+if __name__ == "__main__":
+    benchmark()

@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . .venv/bin/activate
 export JAX_COMPILATION_CACHE_DIR="$PWD/.jax_cache" JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0
-bcg-envs demo --out demo_out "$@"
+bcg-envs demo --out demo_out --train-steps "${TRAIN_STEPS:-20000}" "$@"

@@ -193,7 +193,9 @@ class _Built:
         self.batched = NamedSharding(self.mesh, P("batch"))
         self.obs_size = int(env.observation_size)
         self.action_size = int(env.action_size)
-        self.actor = networks.Actor(self.action_size, cfg.actor_hidden, cfg.activation, cfg.layer_norm, cfg.init_log_std)
+        self.actor = networks.Actor(
+            self.action_size, cfg.actor_hidden, cfg.activation, cfg.layer_norm, cfg.init_log_std
+        )
         self.critic = networks.Critic(cfg.critic_hidden, cfg.activation, cfg.layer_norm)
         b1, b2 = cfg.adam_betas
         # Gradient clipping has no optimizer state, so the clip norm can be a traced value.
@@ -554,12 +556,13 @@ def train(
     *,
     num_envs: int = 64,
     horizon: int = 32,
-    num_timesteps: int,
+    num_timesteps: Optional[int] = None,
+    total_steps: Optional[int] = None,
     estimator: Optional[str] = None,
     bundle: Any = None,
     gamma: float = 0.99,
     td_lambda: float = 0.95,
-    actor_lr: float = 2e-3,
+    actor_lr: float = 5e-3,
     critic_lr: float = 2e-3,
     lr_schedule: str = "linear",
     min_lr: float = 1e-5,
@@ -597,6 +600,7 @@ def train(
         estimator=estimator)``).
       num_envs, horizon: parallel envs and the short horizon h (paper: 64, 32).
       num_timesteps: env-step budget; iterations = ceil(num_timesteps / (num_envs * h)).
+        ``total_steps`` is an alias (the name in DESIGN.md 3.6); give exactly one.
       estimator, bundle: gradient estimator of the step's backward pass (``"bcg"``,
         ``"exact"``, ...) and its ``BundleConfig``; ``None`` keeps the env's own.
       gamma, td_lambda: discount and TD(lambda) of the critic targets (0.99, 0.95).
@@ -635,6 +639,9 @@ def train(
       metrics, ``num_steps``, ``skipped_updates`` and ``training/walltime``.
     """
     env = make_env(environment) if isinstance(environment, str) else environment
+    if (num_timesteps is None) == (total_steps is None):
+        raise ValueError("give exactly one of num_timesteps and total_steps (the env-step budget)")
+    num_timesteps = int(num_timesteps if num_timesteps is not None else total_steps)
     if num_envs < 1 or horizon < 1 or num_timesteps < 1:
         raise ValueError("num_envs, horizon and num_timesteps must be >= 1")
     if lr_schedule not in ("linear", "constant"):
@@ -699,12 +706,17 @@ def train(
         layer_norm=cfg.layer_norm,
         normalize_observations=cfg.normalize_observations,
     )
-    meta = {"algo": "shac", "config": dataclasses.asdict(cfg), "hyper": hyper, "seed": seed, "num_timesteps": num_timesteps}
+    meta = {
+        "algo": "shac",
+        "config": dataclasses.asdict(cfg),
+        "hyper": hyper,
+        "seed": seed,
+        "num_timesteps": num_timesteps,
+    }
     eval_fields = ["eval/episode_reward", "eval/episode_reward_std", "eval/episode_length"]
-    train_fields = list(jax.eval_shape(built.iterate, ts, hp)[1])
-    loggers = _Loggers(
-        log_dir, ["iteration", "num_steps", "walltime", *train_fields, "skipped_updates", *eval_fields], append=start > 0
-    )
+    train_fields = list(jax.eval_shape(built.iterate, ts, hp)[1]) if log_dir is not None else []
+    fields = ["iteration", "num_steps", "walltime", *train_fields, "skipped_updates", *eval_fields]
+    loggers = _Loggers(log_dir, fields, append=start > 0)
     bar = None
     if progress_bar:
         from tqdm.auto import tqdm
@@ -716,14 +728,14 @@ def train(
     last_return = float("nan")
     skipped_seen = int(ts.skipped)
 
-    def run_eval(it: int) -> Dict[str, float]:
+    def run_eval() -> Dict[str, float]:
+        # The same evaluation episodes (eval_key) every time, so evaluations compare.
         evaluate = built.evaluator(num_eval_envs, eval_length)
-        out = {k: float(v) for k, v in evaluate(ts.actor, ts.normalizer, eval_key).items()}
-        return out
+        return {k: float(v) for k, v in evaluate(ts.actor, ts.normalizer, eval_key).items()}
 
     try:
         if start == 0 and 0 in eval_iters:
-            metrics.update(run_eval(0))
+            metrics.update(run_eval())
             metrics.update(num_steps=0, skipped_updates=0)
             loggers.write(0, {"iteration": 0, "num_steps": 0, "walltime": 0.0, **metrics})
             if progress_fn is not None:
@@ -752,8 +764,12 @@ def train(
             row["skipped_updates"] = skipped
             if train_metrics["episodes"] > 0:
                 last_return = train_metrics["episode_reward"]
+            if math.isfinite(last_return):
+                postfix = {"return": f"{last_return:.2f}"}
+            else:  # no episode finished yet
+                postfix = {"reward/step": f"{train_metrics['reward']:.3f}"}
             if done_iters in eval_iters:
-                eval_metrics = run_eval(done_iters)
+                eval_metrics = run_eval()
                 metrics.update(eval_metrics)
                 row.update(eval_metrics)
             loggers.write(num_steps, row)
@@ -761,10 +777,8 @@ def train(
                 save_checkpoint(Path(checkpoint_dir) / f"{CHECKPOINT_PREFIX}{done_iters:08d}.msgpack", ts, meta)
             if bar is not None:
                 bar.update(steps_per_iter)
-                bar.set_postfix(
-                    {"return": f"{last_return:.2f}", "steps/s": f"{steps_per_iter / max(time.time() - t_iter, 1e-9):.0f}"},
-                    refresh=False,
-                )
+                postfix["steps/s"] = f"{steps_per_iter / max(time.time() - t_iter, 1e-9):.0f}"
+                bar.set_postfix(postfix, refresh=False)
             if done_iters in eval_iters and progress_fn is not None:
                 progress_fn(num_steps, dict(metrics))
     finally:

@@ -8,38 +8,47 @@ the first reuses the same compiled function.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import bcg_envs
 from bcg_envs.envs.base import State
 from bcg_envs.learners import runs, shac
 
-#: Small BoxPush setting shared by the BoxPush tests (see module docstring). Exact
-#: gradients: BCG's 10 branches per step cost ~10x per step on CPU (the bundle is
-#: computed for every step and masked when it does not trigger).
-BOXPUSH = dict(
-    num_envs=16,
-    horizon=16,
-    estimator="exact",
-    actor_hidden=(64, 64),
-    critic_hidden=(64, 64),
-    actor_lr=5e-3,
-    gamma=0.95,
-    num_eval_envs=16,
-    progress_bar=False,
-)
+
+def _single_threaded_cpu_client() -> None:
+    """Create JAX's CPU client while the process sees one CPU, then restore the affinity.
+
+    DESIGN.md section 4: vmapped MJX steps intermittently deadlock on 2 cores with both XLA
+    worker threads in the batched Cholesky kernel (jax-ml/jax#25861); this avoids it. A
+    no-op if another module already initialized JAX. (While this learner was developed, a
+    BoxPush BCG training run hung once with every thread idle in a futex wait.)
+    """
+    if not hasattr(os, "sched_setaffinity"):
+        return
+    cpus = os.sched_getaffinity(0)
+    try:
+        os.sched_setaffinity(0, {min(cpus)})
+        jax.devices()
+    finally:
+        os.sched_setaffinity(0, cpus)
+
+
+_single_threaded_cpu_client()
+
+#: The BoxPush task settings of ``train_run`` (16 envs x 16 steps, [64, 64] nets, gamma
+#: 0.95, actor lr 2e-3), shared by the BoxPush tests (see module docstring). Exact
+#: gradients: BCG's 10 branches cost ~10x per step on CPU (the bundle is computed at
+#: every step and masked where it does not trigger).
+BOXPUSH = dict(runs.TASK_DEFAULTS["BoxPush-v0"], estimator="exact", num_eval_envs=16, progress_bar=False)
 ITER_STEPS = BOXPUSH["num_envs"] * BOXPUSH["horizon"]
 
 
@@ -146,7 +155,7 @@ def test_boxpush_learns(boxpush):
     assert final > initial + 15.0
     assert metrics["skipped_updates"] == 0
     # the returned policy is usable on its own
-    obs = jax.jit(jax.vmap(boxpush.reset))(jax.random.split(jax.random.PRNGKey(0), 3)).obs
+    obs = jax.random.normal(jax.random.PRNGKey(0), (3, boxpush.observation_size))
     action, _ = make_policy(params, deterministic=True)(obs, jax.random.PRNGKey(1))
     assert action.shape == (3, boxpush.action_size) and bool(jnp.all(jnp.abs(action) <= 1.0))
 
@@ -171,42 +180,83 @@ def test_resume_matches_uninterrupted(boxpush, tmp_path):
 
 _SHARDED_SCRIPT = textwrap.dedent(
     """
-    import importlib.util, json, sys
+    import importlib.util, json, os, sys
     import jax, numpy as np
+    cpus = os.sched_getaffinity(0); os.sched_setaffinity(0, {min(cpus)}); jax.devices()
+    os.sched_setaffinity(0, cpus)
     spec = importlib.util.spec_from_file_location("shac_test_module", sys.argv[1])
     mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
     from bcg_envs.learners import shac
     assert len(jax.devices()) == 2, jax.devices()
-    _, params, metrics = shac.train(mod.PointMass(), **json.loads(sys.argv[2]))
-    np.savez(sys.argv[3], *[np.asarray(x) for x in jax.tree.leaves(params)])
+    env = mod.PointMass() if sys.argv[2] == "PointMass" else shac.make_env(sys.argv[2])
+    _, params, metrics = shac.train(env, **json.loads(sys.argv[3]))
+    np.savez(sys.argv[4], *[np.asarray(x) for x in jax.tree.leaves(params)])
     """
 )
 
 
-def test_two_devices_match_one(tmp_path):
-    kw = dict(num_envs=8, horizon=8, num_timesteps=6 * 64, actor_hidden=(32, 32), critic_hidden=(32, 32),
-              num_evals=0, seed=1, progress_bar=False)
-    _, one, _ = shac.train(PointMass(), devices=jax.devices()[:1], **kw)
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
+def _check_two_devices(env, name, kw, tmp_path, rtol):
+    """Train on 1 device here and on 2 forced host devices in a subprocess (XLA flags
+    must be set before JAX initializes); the parameters must agree within ``rtol`` of
+    each array's scale."""
+    _, one, _ = shac.train(env, devices=jax.devices()[:1], **kw)
+    flags = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2").strip()
+    sub_env = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu")
     out = tmp_path / "two.npz"
     proc = subprocess.run(
-        [sys.executable, "-c", _SHARDED_SCRIPT, __file__, json.dumps(kw), str(out)],
-        env=env, capture_output=True, text=True, timeout=600,
+        [sys.executable, "-c", _SHARDED_SCRIPT, __file__, name, json.dumps(kw), str(out)],
+        env=sub_env,
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     two = np.load(out)
     leaves = _leaves(one)
     assert len(two.files) == len(leaves)
+    worst = 0.0
     for i, x in enumerate(leaves):
-        np.testing.assert_allclose(two[f"arr_{i}"], x, rtol=1e-4, atol=1e-5)
+        y = two[f"arr_{i}"]
+        assert y.shape == x.shape
+        worst = max(worst, float(np.max(np.abs(y - x))) / (float(np.max(np.abs(x))) + 1e-6))
+    print(f"{name}: 1 vs 2 devices, largest deviation / array scale = {worst:.2e}")
+    assert worst < rtol
+
+
+def test_two_devices_match_one(tmp_path):
+    kw = dict(
+        num_envs=8,
+        horizon=8,
+        num_timesteps=6 * 64,
+        actor_hidden=(32, 32),
+        critic_hidden=(32, 32),
+        num_evals=0,
+        seed=1,
+        progress_bar=False,
+    )
+    _check_two_devices(PointMass(), "PointMass", kw, tmp_path, rtol=1e-4)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("BCG_SLOW"), reason="compiles BoxPush for 2 devices (~5 min); BCG_SLOW=1")
+def test_two_devices_match_one_boxpush(boxpush, tmp_path):
+    kw = dict(BOXPUSH, num_timesteps=3 * ITER_STEPS, num_evals=0, seed=0)
+    _check_two_devices(boxpush, "BoxPush-v0", kw, tmp_path, rtol=2e-3)
 
 
 def test_nan_gradients_are_skipped(caplog):
     env = NaNGradient(PointMass(), steps=(3,))
     with caplog.at_level("WARNING", logger="bcg_envs.learners.shac"):
         _, params, metrics = shac.train(
-            env, num_envs=8, horizon=8, num_timesteps=12 * 64, actor_hidden=(32, 32), critic_hidden=(32, 32),
-            num_evals=2, num_eval_envs=8, progress_bar=False,
+            env,
+            num_envs=8,
+            horizon=8,
+            total_steps=12 * 64,  # the DESIGN.md 3.6 name of num_timesteps
+            actor_hidden=(32, 32),
+            critic_hidden=(32, 32),
+            num_evals=2,
+            num_eval_envs=8,
+            progress_bar=False,
         )
     # step 3 of every 40-step episode falls in the first of each episode's 5 iterations
     assert 0 < metrics["skipped_updates"] < 12

@@ -217,6 +217,24 @@ class G1Track(G1Env):
         parts.append(jnp.stack([jnp.sin(angle), jnp.cos(angle)]))
         return jnp.concatenate(parts)
 
+    def observation_layout(self) -> Dict[str, slice]:
+        """Name -> slice of the observation vector (``ref<k>_*`` for k steps ahead)."""
+        sizes = [
+            ("base_height", 1), ("gravity", 3), ("base_linvel", 3), ("base_angvel", 3),
+            ("joint_pos", C.NUM_JOINTS), ("joint_vel", C.NUM_JOINTS), ("last_action", C.NUM_JOINTS),
+        ]
+        for k in self.config["reference_steps"]:
+            sizes += [
+                (f"ref{k}_joint_pos", C.NUM_JOINTS), (f"ref{k}_base_height", 1),
+                (f"ref{k}_orientation", 6), (f"ref{k}_position", 3),
+            ]
+        sizes.append(("phase", 2))
+        layout, start = {}, 0
+        for name, n in sizes:
+            layout[name] = slice(start, start + n)
+            start += n
+        return layout
+
     def tracking_errors(self, data, info) -> Dict[str, jax.Array]:
         """Unscaled tracking errors of ``data`` against the reference frame it should match."""
         idx = self.ref_index(info)

@@ -9,6 +9,7 @@ under ``BCG_SLOW=1``.
 
 import copy
 import functools
+import itertools
 import os
 import warnings
 from types import SimpleNamespace
@@ -24,7 +25,6 @@ import bcg_envs
 from bcg_envs.envs.planar_hand.hand import PlanarHand
 
 ENV_ID = "bcg_envs/PlanarHand-v0"
-SLOW = bool(os.environ.get("BCG_SLOW") or os.environ.get("BCG_SLOW_TESTS"))
 FINGER_GEOMS = ("left_proximal", "left_distal", "left_tip", "right_proximal", "right_distal", "right_tip")
 
 #: Norm-wise relative error allowed between MJX's exact Jacobians and MuJoCo C central
@@ -95,7 +95,7 @@ class CReference:
         B = np.stack([diff(x0, a0 + E[2 * nv + j, 2 * nv :], x0, a0 - E[2 * nv + j, 2 * nv :]) for j in range(nu)], 1)
         return A, B, same
 
-    def well_posed(self, qpos, qvel, action, delta=1e-5):
+    def well_posed(self, qpos, qvel, action, deltas=(1e-6, 1e-5)):
         """Away from contact on/off and friction stick/slip switches (the constraint set
         and every constraint's state are unchanged at every substep under +-delta on each
         state and action coordinate), with the 4-iteration solver converged."""
@@ -106,15 +106,14 @@ class CReference:
         y_conv, _, _ = self.step(x0[:nv], x0[nv:], self.ctrl(a0), converged=True)
         if np.max(np.abs(y_conv - y0)) > 1e-9:
             return False
-        for k in range(x0.size + a0.size):
-            for sign in (1.0, -1.0):
-                x, a = x0.copy(), a0.copy()
-                if k < x0.size:
-                    x[k] += sign * delta
-                else:
-                    a[k - x0.size] += sign * delta
-                if self.step(x[:nv], x[nv:], self.ctrl(a))[1] != sig0:
-                    return False
+        for k, sign, delta in itertools.product(range(x0.size + a0.size), (1.0, -1.0), deltas):
+            x, a = x0.copy(), a0.copy()
+            if k < x0.size:
+                x[k] += sign * delta
+            else:
+                a[k - x0.size] += sign * delta
+            if self.step(x[:nv], x[nv:], self.ctrl(a))[1] != sig0:
+                return False
         return True
 
 
@@ -150,6 +149,17 @@ def _rollout_states(ref: CReference, rng, mode: str, episodes: int, steps: int =
 def _disc_moving(qvel) -> bool:
     """The disc moves at the start of the step (see test_exact_jacobian_disc_at_rest)."""
     return np.max(np.abs(qvel[4:])) > 1e-3
+
+
+def _grad_step_at(u, qpos, qvel, action, estimator):
+    """``grad_step`` from (qpos, qvel) through the Gymnasium env's own API.
+
+    ``grad_step`` adds info keys (bundle_dropped, bundle_alpha) that ``set_state`` then
+    carries over, and a state with a different info structure retraces and recompiles the
+    jitted grad_step (~1-2 min here). Resetting first keeps every call on one structure."""
+    u.reset(seed=0)
+    u.set_state(qpos, qvel)
+    return u.grad_step(action, estimator=estimator)
 
 
 # ----- fixtures ----------------------------------------------------------------------------
@@ -256,8 +266,7 @@ def test_exact_jacobians_match_mujoco_c_finite_differences(env, ref, fd_states):
     for qpos, qvel, action in fd_states:
         A_fd, B_fd, same = ref.jacobians(qpos, qvel, action)
         assert same, "the contact set changed inside the finite-difference stencil"
-        u.set_state(qpos, qvel)
-        out = u.grad_step(action, estimator="exact")
+        out = _grad_step_at(u, qpos, qvel, action, "exact")
         A, B = np.asarray(out.jacobians.A, np.float64), np.asarray(out.jacobians.B, np.float64)
         err_a = np.linalg.norm(A - A_fd) / np.linalg.norm(A_fd)
         err_b = np.linalg.norm(B - B_fd) / np.linalg.norm(B_fd)
@@ -290,7 +299,7 @@ def test_exact_jacobian_with_disc_at_rest(env, ref):
     _, sig, _ = ref.step(qpos, qvel, ref.ctrl(action))
     assert not ref.fingers(sig) and ref.well_posed(qpos, qvel, action)
     A_fd, B_fd, _ = ref.jacobians(qpos, qvel, action)
-    out = u.grad_step(action, estimator="exact")
+    out = _grad_step_at(u, qpos, qvel, action, "exact")
     A = np.asarray(out.jacobians.A, np.float64)
     assert np.linalg.norm(A - A_fd) / np.linalg.norm(A_fd) < JAC_RTOL
 
@@ -317,10 +326,8 @@ def test_bcg_bundles_only_when_pressing_and_is_exact_otherwise(env, ref):
     assert all(len(g) == 3 for g in groups.values()), {k: len(g) for k, g in groups.items()}
     for group, states in groups.items():
         for qpos, qvel, a, force_c in states:
-            u.set_state(qpos, qvel)
-            bcg = u.grad_step(a, estimator="bcg")
-            u.set_state(qpos, qvel)
-            exact = u.grad_step(a, estimator="exact")
+            bcg = _grad_step_at(u, qpos, qvel, a, "bcg")
+            exact = _grad_step_at(u, qpos, qvel, a, "exact")
             bundled = bool(bcg.info["bundled"])
             assert not exact.info["bundled"]
             assert bundled == (group == "press"), (group, force_c, bcg.info["max_contact_force"])
@@ -364,8 +371,6 @@ def _rollout_grad_fn(estimator: str):
 )
 def test_rollout_gradients_are_finite(estimator):
     """jax.grad of a 32-step scan rollout from 20 random initial states is finite."""
-    if estimator not in ("exact", "bcg") and not SLOW:
-        pytest.skip("set BCG_SLOW=1 for the bundle-only estimators (~1-2 min each on 2 cores)")
     je, states, grad = _rollout_grad_fn(estimator)
     # Random actions biased to close the fingers: they reach the disc within a few steps.
     actions = jax.random.uniform(jax.random.PRNGKey(6), (20, 32, 4), minval=-0.6, maxval=1.0)
@@ -422,18 +427,21 @@ def test_random_policy_2000_steps_finite_and_force_split(env):
 
 
 def test_grad_step_along_random_trajectory_is_finite(env):
+    """50 grad_step calls (exact and bcg alternating), each from where the last one ended."""
     u = env.unwrapped
     u.reset(seed=4)
+    qpos, qvel, _ = u.get_state()
     rng = np.random.default_rng(4)
     bundled = 0
     for i in range(50):
         estimator = "bcg" if i % 2 else "exact"
-        out = u.grad_step(rng.uniform(-1.0, 1.0, 4).astype(np.float32), estimator=estimator)
+        out = _grad_step_at(u, qpos, qvel, rng.uniform(-1.0, 1.0, 4).astype(np.float32), estimator)
         for j in out.jacobians:
             assert np.all(np.isfinite(j))
         assert out.jacobians.A.shape == (14, 14) and out.jacobians.B.shape == (14, 4)
         assert out.jacobians.C.shape == (21, 14)
         bundled += bool(out.info["bundled"])
-        if out.terminated or out.truncated:
-            u.reset(seed=i)
+        if out.terminated:
+            u.reset(seed=100 + i)
+        qpos, qvel, _ = u.get_state()
     assert bundled > 0
