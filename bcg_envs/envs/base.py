@@ -217,6 +217,8 @@ class MjxEnv(abc.ABC):
             "sim_diverged": jnp.zeros((), bool),
             "truncated": jnp.zeros((), bool),
             "max_contact_force": jnp.zeros((), jnp.float32),
+            "bundle_dropped": jnp.zeros((), jnp.int32),
+            "bundle_alpha": jnp.full((), jnp.nan, jnp.float32),
             **task_info,
         }
         metrics = {f"reward/{k}": jnp.zeros(()) for k in self.config["reward_weights"]}
@@ -286,5 +288,5 @@ class MjxEnv(abc.ABC):
         diverged = next_state.info["sim_diverged"]
         jac = jax.tree.map(lambda j: jnp.where(diverged, jnp.zeros_like(j), j), jac)
         info = dict(next_state.info)
-        info.update(bundle_dropped=stats["bundle_dropped"], bundle_alpha=stats["alpha"])
+        info.update(bundle_dropped=jnp.asarray(stats["bundle_dropped"], jnp.int32), bundle_alpha=jnp.asarray(stats["alpha"], jnp.float32))
         return next_state.replace(info=info), jac

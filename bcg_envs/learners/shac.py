@@ -23,8 +23,22 @@ The whole iteration is one jitted function; environments are sharded over
 replicated. The random stream of iteration ``i`` is ``fold_in(key, i)``, so a run
 resumed from a checkpoint follows the same parameter trajectory as an uninterrupted one.
 
-Reading order: ``train`` (the driver) -> ``_build`` (the jitted iteration) ->
-``_rollout_loss`` / ``_critic_update``.
+Defaults follow the paper (DESIGN.md section 2): horizon 32, 64 envs, gamma 0.99,
+TD(lambda) 0.95, Adam betas (0.7, 0.95), actor lr 5e-3, critic lr 2e-3, clip 1.0 / 10.0,
+critic 16 x 4, actor [512, 256, 128] ELU + LayerNorm; target critic alpha 0.2 and initial
+log std -1 as in SHAC's code. Choices and departures:
+
+* the linear learning-rate decay (to ``min_lr`` = 1e-5) applies to actor and critic, as
+  in SHAC's code (``lr_schedule="constant"`` turns it off);
+* the critic MLP, unspecified in the paper summary, defaults to [128, 128];
+* the actor's output layer starts small (variance scale 0.01): near-zero initial forces;
+* a bad actor gradient skips the update instead of stopping training (SHAC raises);
+* critic minibatches are reshuffled every epoch;
+* small tasks want other settings: ``runs.TASK_DEFAULTS`` holds BoxPush's (gamma 0.95,
+  actor lr 2e-3, 16 envs x 16 steps, [64, 64] nets).
+
+Reading order: ``train`` (the driver) -> ``_Built._iterate`` (the jitted iteration) ->
+``_rollout_loss`` / ``_td_lambda`` / ``_critic_update``.
 """
 
 from __future__ import annotations

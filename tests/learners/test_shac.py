@@ -24,26 +24,6 @@ from bcg_envs.envs.base import State
 from bcg_envs.learners import runs, shac
 
 
-def _single_threaded_cpu_client() -> None:
-    """Create JAX's CPU client while the process sees one CPU, then restore the affinity.
-
-    DESIGN.md section 4: vmapped MJX steps intermittently deadlock on 2 cores with both XLA
-    worker threads in the batched Cholesky kernel (jax-ml/jax#25861); this avoids it. A
-    no-op if another module already initialized JAX. (While this learner was developed, a
-    BoxPush BCG training run hung once with every thread idle in a futex wait.)
-    """
-    if not hasattr(os, "sched_setaffinity"):
-        return
-    cpus = os.sched_getaffinity(0)
-    try:
-        os.sched_setaffinity(0, {min(cpus)})
-        jax.devices()
-    finally:
-        os.sched_setaffinity(0, cpus)
-
-
-_single_threaded_cpu_client()
-
 #: The BoxPush task settings of ``train_run`` (16 envs x 16 steps, [64, 64] nets, gamma
 #: 0.95, actor lr 2e-3), shared by the BoxPush tests (see module docstring). Exact
 #: gradients: BCG's 10 branches cost ~10x per step on CPU (the bundle is computed at
@@ -180,10 +160,10 @@ def test_resume_matches_uninterrupted(boxpush, tmp_path):
 
 _SHARDED_SCRIPT = textwrap.dedent(
     """
-    import importlib.util, json, os, sys
+    import importlib.util, json, sys
     import jax, numpy as np
-    cpus = os.sched_getaffinity(0); os.sched_setaffinity(0, {min(cpus)}); jax.devices()
-    os.sched_setaffinity(0, cpus)
+    from bcg_envs.utils import single_cpu_client
+    single_cpu_client()  # as tests/conftest.py does (DESIGN.md section 4 deadlock)
     spec = importlib.util.spec_from_file_location("shac_test_module", sys.argv[1])
     mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
     from bcg_envs.learners import shac
@@ -237,8 +217,7 @@ def test_two_devices_match_one(tmp_path):
     _check_two_devices(PointMass(), "PointMass", kw, tmp_path, rtol=1e-4)
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("BCG_SLOW"), reason="compiles BoxPush for 2 devices (~5 min); BCG_SLOW=1")
+@pytest.mark.slow  # compiles BoxPush for 2 devices (~5 min cold); runs with BCG_SLOW=1
 def test_two_devices_match_one_boxpush(boxpush, tmp_path):
     kw = dict(BOXPUSH, num_timesteps=3 * ITER_STEPS, num_evals=0, seed=0)
     _check_two_devices(boxpush, "BoxPush-v0", kw, tmp_path, rtol=2e-3)
