@@ -97,6 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[List[str]] = None) -> None:
     args = build_parser().parse_args(argv)
+    from bcg_envs.utils import single_cpu_client
+
+    single_cpu_client()  # avoid the 2-core batched-kernel deadlock (DESIGN.md section 4)
     args.fn(args)
 
 

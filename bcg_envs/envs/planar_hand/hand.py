@@ -1,25 +1,35 @@
 """PlanarHand-v0: a two-finger planar hand reorients a disc on a table, seen from above.
 
 A fixed palm carries two fingers with two hinge joints each (proximal, distal; 7 cm and
-6 cm links, capsules with a sphere fingertip). They turn a 4 cm radius, 0.1 kg disc (slide
-x/y, hinge yaw; table friction as joint dry friction, like BoxPush) toward a target yaw
+6 cm links: capsules with a sphere fingertip; finger bases 10 cm apart, 8 cm behind the
+palm centre). They turn a 4 cm radius, 0.2 kg disc (slide x/y, hinge yaw; table friction
+as joint dry friction, like BoxPush: 0.8 N on x/y, 0.02 N m on yaw) toward a target yaw
 sampled per episode in +-150 degrees, while keeping it near the palm centre (the origin).
-A disc pushed more than 10 cm from the palm centre is out of reach: the episode ends.
+Only finger-disc contacts exist (the palm is drawn, not collided). A disc pushed more
+than 10 cm from the palm centre is out of the fingers' reach: the episode terminates.
 Control at 25 Hz (10 substeps of 4 ms), 200 steps (8 s).
 
 Action (4): joint position targets in [-1, 1], mapped linearly onto each joint's range
-(``ctrl = mid + a * half_range``; proximal [-0.6, 1.4] rad, distal [-1.0, 1.6] rad,
-positive curls a finger inward) and tracked by MuJoCo position actuators with
-kp = 2 N m/rad, joint damping 0.1 N m s/rad and armature 0.001 kg m^2. Order: left
-proximal, left distal, right proximal, right distal.
+(``ctrl = mid + a * half_range``; proximal [-0.6, 1.0] rad, distal [-1.0, 1.8] rad;
+positive angles curl a finger inward) and tracked by MuJoCo position actuators
+(torque = kp * (ctrl - q), kp = 1 N m/rad) with joint damping 0.2 N m s/rad and armature
+0.001 kg m^2: a servo time constant of about 0.2 s, and at most ~2.8 N m (~25 N at the
+fingertip) when a finger is blocked far from its target. Order: left proximal, left
+distal, right proximal, right distal. a = 0 is a light two-finger grasp (~2.6 N).
 
 Observation (21): finger joint angles (4), finger joint velocities (4), disc xy relative
 to the palm centre (2), cos/sin of the disc yaw (2), disc velocity (x, y, yaw rate; 3),
 cos/sin of the yaw error (yaw - target; 2), left and right fingertip xy relative to the
 disc centre (4).
 
-State: qpos = qvel layout (left proximal, left distal, right proximal, right distal,
-disc x, disc y, disc yaw); nq = nv = 7, nu = 4, no quaternions.
+Reward (``config["reward_weights"]``): ``rotate`` (orientation progress, the rate of
+cos(yaw error)), ``orientation`` (-(1 - cos(yaw error))), ``position`` (-distance of the
+disc from the palm centre), ``contact`` (-sum of the fingertip-to-disc surface gaps, a
+shaping term that draws the fingertips onto the disc) and ``ctrl`` (-|a|^2).
+
+State: qpos and qvel share the layout (left proximal, left distal, right proximal, right
+distal, disc x, disc y, disc yaw); nq = nv = 7, nu = 4, no quaternions, so the tangent
+state of ``grad_step`` is x = (qpos, qvel), nx = 14.
 """
 
 from __future__ import annotations
@@ -75,7 +85,7 @@ class PlanarHand(MjxEnv):
 
     * gentle random manipulation (amp 0.25; the servos stay near their targets): median
       3.5 N, 90th percentile 5.0 N, 99th 6.6 N, none above 8 N. Holding the disc at the
-      neutral grasp (a = 0) takes about 2.6 N; moving it takes ~1 N against 0.8 N of table
+      neutral grasp (a = 0) squeezes with about 2.6 N; moving it takes ~1 N against 0.8 N of table
       friction (0.5 N at the rim against the 0.02 N m yaw friction).
     * full random actions (amp 1; targets jump across the joint range, fingers strike the
       disc at speed or squeeze it with the servo far from its target): median 8.3 N,
