@@ -801,7 +801,7 @@ def _estimate(core: _Core, f: _Transition, estimator: str, cfg: BundleConfig, lo
         A, B = f.jacobians_at(zx, zu)
         ok = bool(_finite(A, B)[0])
         dropped = (0 if ok else 1) if estimator == "exact" else (0 if ok else cfg.num_samples)
-        return (A[0] if ok else np.zeros((nx, nx))), (B[0] if ok else np.zeros((nx, nu))), dropped, np.nan
+        return (A[0] if ok else np.zeros((nx, nx))), (B[0] if ok else np.zeros((nx, nu))), dropped, 1.0
     if estimator == "bcg":
         draw = _contact_sampler(core, log, cfg, rng)
     else:
@@ -812,7 +812,7 @@ def _estimate(core: _Core, f: _Transition, estimator: str, cfg: BundleConfig, lo
     if estimator in ("bundle", "bcg"):
         A_i, B_i = f.jacobians_at(dx, du)
         valid = _finite(A_i, B_i)
-        return _masked_mean(A_i, valid), _masked_mean(B_i, valid), int(n - valid.sum()), np.nan
+        return _masked_mean(A_i, valid), _masked_mean(B_i, valid), int(n - valid.sum()), 1.0
     sigma = np.maximum(_global_sigma(s, cfg, zeroth=True), 1e-12)
     Y = f(np.concatenate([zx, dx]), np.concatenate([zu, du]))
     dy = Y[1:] - Y[:1]
@@ -820,7 +820,7 @@ def _estimate(core: _Core, f: _Transition, estimator: str, cfg: BundleConfig, lo
     valid = _finite(dy)
     zeroth = _least_squares(w, np.where(valid[:, None], dy, 0.0), valid, sigma)
     if estimator == "zeroth":
-        return zeroth[:, :nx], zeroth[:, nx:], int(n - valid.sum()), np.nan
+        return zeroth[:, :nx], zeroth[:, nx:], int(n - valid.sum()), 0.0
     # alpha: AoBG, alpha * first + (1 - alpha) * zeroth by inverse sample variance.
     A_i, B_i = f.jacobians_at(dx, du)
     valid = valid & _finite(A_i, B_i)
@@ -959,7 +959,7 @@ class _Stepper:
             res = core.outputs(out)
             jac = Jacobians(np.zeros((nx, nx)), np.zeros((nx, nu)), np.zeros(nx), np.zeros(nu), np.zeros((s.program.nobs, nx)))
             core.info["bundle_dropped"] = 0
-            core.info["bundle_alpha"] = float("nan")
+            core.info["bundle_alpha"] = 1.0
             return res, jac
         ref = np.concatenate([core.d.qpos, core.d.qvel, core.d.act])
         f = _Transition(s, start, warm, clipped.astype(np.float64), ref)

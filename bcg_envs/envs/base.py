@@ -218,7 +218,7 @@ class MjxEnv(abc.ABC):
             "truncated": jnp.zeros((), bool),
             "max_contact_force": jnp.zeros((), jnp.float32),
             "bundle_dropped": jnp.zeros((), jnp.int32),
-            "bundle_alpha": jnp.full((), jnp.nan, jnp.float32),
+            "bundle_alpha": jnp.ones((), jnp.float32),
             **task_info,
         }
         metrics = {f"reward/{k}": jnp.zeros(()) for k in self.config["reward_weights"]}

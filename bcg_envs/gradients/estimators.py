@@ -27,19 +27,20 @@ Sampler = Callable[[jax.Array], Tuple[jnp.ndarray, jnp.ndarray]]
 Jacobians = Tuple[jnp.ndarray, jnp.ndarray, Dict[str, jnp.ndarray]]
 
 
-def _stats(num_valid, num_dropped, alpha=None) -> Dict[str, jnp.ndarray]:
-    out = {
+def _stats(num_valid, num_dropped, alpha) -> Dict[str, jnp.ndarray]:
+    """Per-step statistics; ``alpha`` is the weight of the first-order estimate in the
+    returned Jacobian (1 for exact and first-order bundles, 0 for the zeroth-order bundle)."""
+    return {
         "bundle_valid": jnp.asarray(num_valid, jnp.int32),
         "bundle_dropped": jnp.asarray(num_dropped, jnp.int32),
-        "alpha": jnp.asarray(jnp.nan if alpha is None else alpha, jnp.float32),
+        "alpha": jnp.asarray(alpha, jnp.float32),
     }
-    return out
 
 
 def exact(f: Transition, nx: int, nu: int) -> Jacobians:
     A, B = jax.jacfwd(f, argnums=(0, 1))(jnp.zeros(nx), jnp.zeros(nu))
     valid = jnp.all(jnp.isfinite(A)) & jnp.all(jnp.isfinite(B))
-    return A, B, _stats(valid, 1 - valid.astype(jnp.int32))
+    return A, B, _stats(valid, 1 - valid.astype(jnp.int32), 1.0)
 
 
 def sample_offsets(sampler: Sampler, key: jax.Array, num_samples: int, antithetic: bool):
@@ -81,7 +82,7 @@ def first_order_bundle(f: Transition, dx: jnp.ndarray, du: jnp.ndarray) -> Jacob
     A_i, B_i, y_i = _branch_jacobians(f, dx, du)
     valid = _finite_rows(A_i, B_i, y_i)
     n_valid = jnp.sum(valid)
-    stats = _stats(n_valid, dx.shape[0] - n_valid)
+    stats = _stats(n_valid, dx.shape[0] - n_valid, 1.0)
     stats["mean_offset"] = _masked_mean(y_i, valid)
     return _masked_mean(A_i, valid), _masked_mean(B_i, valid), stats
 
@@ -107,7 +108,7 @@ def zeroth_order_bundle(f: Transition, dx: jnp.ndarray, du: jnp.ndarray, sigma: 
     dy, valid = _zeroth_samples(f, dx, du)
     AB = _least_squares(jnp.concatenate([dx, du], axis=1), dy, valid, jnp.maximum(sigma, 1e-12))
     n_valid = jnp.sum(valid)
-    return AB[:, :nx], AB[:, nx:], _stats(n_valid, dx.shape[0] - n_valid)
+    return AB[:, :nx], AB[:, nx:], _stats(n_valid, dx.shape[0] - n_valid, 0.0)
 
 
 def alpha_order_bundle(f: Transition, dx: jnp.ndarray, du: jnp.ndarray, sigma: jnp.ndarray) -> Jacobians:

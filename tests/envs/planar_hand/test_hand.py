@@ -154,11 +154,11 @@ def _disc_moving(qvel) -> bool:
 def _grad_step_at(u, qpos, qvel, action, estimator):
     """``grad_step`` from (qpos, qvel) through the Gymnasium env's own API.
 
-    Every call goes through reset + set_state so that the jitted grad_step always sees the
-    same input signature: ``set_state`` builds its state eagerly (committed arrays, unlike
-    the uncommitted outputs of the jitted reset/step), and ``grad_step`` adds info keys
-    (bundle_dropped, bundle_alpha) that ``set_state`` would carry over; either difference
-    retraces and recompiles grad_step (1-4 min per compile on 2 busy cores)."""
+    Every call goes through set_state so that the jitted grad_step always sees the same
+    input signature: ``set_state`` builds its state eagerly, as committed arrays, while
+    the jitted reset/step/grad_step return uncommitted ones, and jit compiles the two
+    separately (1-4 min per grad_step compile on 2 busy cores). The reset first gives
+    every call the same task info (goal) and step count."""
     u.reset(seed=0)
     u.set_state(qpos, qvel)
     return u.grad_step(action, estimator=estimator)
