@@ -35,34 +35,41 @@ def load_config(env_id: str) -> dict:
 
 # ----- runners: each returns rows of (env_steps, wall_clock, eval_return) ------------------
 def run_sb3_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> List[Row]:
+    """stable-baselines3 PPO on ``n_envs`` Gymnasium envs on the MuJoCo C backend (the
+    CPU fast path; same model and task code as the JAX env)."""
     import gymnasium as gym
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.evaluation import evaluate_policy
 
     import bcg_envs  # noqa: F401
 
-    env = gym.make(f"bcg_envs/{env_id}")
-    eval_env = gym.make(f"bcg_envs/{env_id}")
+    params = dict(cfg["sb3_ppo"])
+    n_envs = params.pop("n_envs", 1)
+    env = make_vec_env(f"bcg_envs/{env_id}", n_envs=n_envs, seed=seed, env_kwargs={"backend": "mujoco"})
+    eval_env = gym.make(f"bcg_envs/{env_id}", backend="mujoco")
     rows: List[Row] = []
     start = time.perf_counter()
     every = max(steps // evals, 1)
 
+    def evaluate(num_timesteps: int) -> None:
+        mean, _ = evaluate_policy(model, eval_env, n_eval_episodes=4, deterministic=True)
+        rows.append(dict(env_steps=num_timesteps, wall_clock=time.perf_counter() - start, eval_return=float(mean)))
+
     class Eval(BaseCallback):
         def _on_step(self) -> bool:
-            if self.num_timesteps % every == 0:
-                mean, _ = evaluate_policy(self.model, eval_env, n_eval_episodes=2, deterministic=True)
-                rows.append(dict(env_steps=self.num_timesteps, wall_clock=time.perf_counter() - start, eval_return=float(mean)))
+            if self.num_timesteps // every > (self.num_timesteps - n_envs) // every:
+                evaluate(self.num_timesteps)
             return True
 
-    params = dict(cfg["sb3_ppo"])
-    params["n_steps"] = min(params["n_steps"], max(steps // 2, 64))
-    params["batch_size"] = min(params["batch_size"], params["n_steps"])
+    params["n_steps"] = min(params["n_steps"], max(steps // (2 * n_envs), 16))
+    params["batch_size"] = min(params["batch_size"], params["n_steps"] * n_envs)
     model = PPO("MlpPolicy", env, seed=seed, verbose=0, device="cpu", **params)
+    evaluate(0)
     model.learn(total_timesteps=steps, callback=Eval())
-    if not rows or rows[-1]["env_steps"] != model.num_timesteps:
-        mean, _ = evaluate_policy(model, eval_env, n_eval_episodes=2, deterministic=True)
-        rows.append(dict(env_steps=model.num_timesteps, wall_clock=time.perf_counter() - start, eval_return=float(mean)))
+    if rows[-1]["env_steps"] != model.num_timesteps:
+        evaluate(model.num_timesteps)
     env.close()
     eval_env.close()
     return rows

@@ -516,7 +516,7 @@ class _Shared:
     def new_info(self, task_info: Dict[str, np.ndarray]) -> Dict[str, Any]:
         """Host-side task info (Python scalars, NumPy arrays), the keys of ``state_from``."""
         info = {"step": 0, "bundle_window": 0, "bundled": False, "sim_diverged": False, "truncated": False,
-                "max_contact_force": 0.0}
+                "max_contact_force": 0.0, "bundle_dropped": 0, "bundle_alpha": 1.0}
         for k, v in task_info.items():
             v = np.asarray(v)
             info[k] = v.item() if v.ndim == 0 else v
@@ -645,6 +645,7 @@ class _Core:
         info["bundled"] = bool(trigger)
         info["sim_diverged"] = bool(diverged)
         info["max_contact_force"] = float(np.float32(log.max_force))
+        info["bundle_dropped"], info["bundle_alpha"] = 0, 1.0  # grad_step overwrites them
         return prev
 
     def outputs(self, out: np.ndarray):
@@ -919,8 +920,6 @@ class _Stepper:
 
     def step(self, core: _Core, action: np.ndarray):
         est, cfg = self.default_estimator, self.config(None)
-        core.info.pop("bundle_dropped", None)
-        core.info.pop("bundle_alpha", None)
         mean = cfg.forward == "mean" and est != "exact"
         clipped, log, trig, window, diverged, (start, warm) = _physics(core, action, est, cfg, keep_start=mean)
         if mean and trig and not diverged:
@@ -1228,8 +1227,6 @@ class MujocoVectorEnv(gymnasium.vector.VectorEnv):
         fv = np.empty((n, p.nf), np.float32)
         iv = np.empty((n, p.ni), np.int32)
         for i, core in enumerate(self._cores):
-            core.info.pop("bundle_dropped", None)
-            core.info.pop("bundle_alpha", None)
             core.begin()
             if diverged[i]:
                 log = _ContactLog()

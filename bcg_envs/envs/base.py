@@ -252,6 +252,8 @@ class MjxEnv(abc.ABC):
             bundled=result.bundled,
             sim_diverged=diverged,
             max_contact_force=jnp.max(result.contact_force, initial=0.0),
+            bundle_dropped=jnp.zeros((), jnp.int32),  # grad_step overwrites these two
+            bundle_alpha=jnp.ones((), jnp.float32),
         )
         reward, weighted = self.reward(state.data, action, data, info)
         reward = jnp.where(diverged, 0.0, reward)

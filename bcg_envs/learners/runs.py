@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bcg_envs.learners import shac
+from bcg_envs.registry import short_name
 
 ALGOS = ("shac",)
 
@@ -259,3 +260,24 @@ def _record(env_id, policy, video, seed, episode_length, backend):
     path.parent.mkdir(parents=True, exist_ok=True)
     imageio.mimsave(str(path), frames, fps=fps)
     return path
+
+
+def sim_to_sim_run(run_dir: Union[str, Path], *, episodes: int = 5, seed: int = 0) -> Dict[str, Any]:
+    """Transfer check of a run's deterministic policy from MJX to MuJoCo C.
+
+    G1 tracking runs get ``bcg_envs.envs.g1.sim2sim.sim_to_sim`` (falls, tracking error and
+    foot penetration in both simulators); any other env gets ``evaluate_run`` in both
+    simulators side by side (``{"mjx": ..., "mujoco": ...}``).
+    """
+    config, params, make_policy = load_run(run_dir)
+    env_id = config["env_id"]
+    if short_name(env_id).startswith("G1"):
+        from bcg_envs.envs.g1.sim2sim import sim_to_sim
+
+        policy = jax.jit(make_policy(params, deterministic=True))
+        key = jax.random.PRNGKey(seed)
+        return sim_to_sim(env_id, lambda obs: np.asarray(policy(jnp.asarray(obs), key)[0]), episodes=episodes, seed=seed)
+    return {
+        "mjx": evaluate_run(run_dir, episodes=episodes, seed=seed),
+        "mujoco": evaluate_run(run_dir, episodes=episodes, seed=seed, sim="mujoco"),
+    }

@@ -12,6 +12,8 @@ import mujoco
 import numpy as np
 from mujoco import mjx
 
+from bcg_envs.physics import implicit_step
+
 #: MuJoCo ``solref`` time constants (seconds) of the named contact stiffness presets.
 #: Smaller is stiffer; MuJoCo clamps the time constant to at least 2 * timestep.
 STIFFNESS_PRESETS = {"soft": 0.05, "default": 0.02, "stiff": 0.008}
@@ -55,13 +57,15 @@ class Physics:
     """An MJX model plus the number of physics substeps per control step.
 
     ``control_step`` is the unit every estimator differentiates: it holds ``ctrl`` for
-    ``n_substeps`` calls of ``mjx.step`` inside one ``lax.scan``.
+    ``n_substeps`` calls of ``mjx.step`` inside one ``lax.scan`` (``implicit_step.step``:
+    the same physics, with implicit-function derivatives of the constraint solver).
     """
 
     mj_model: mujoco.MjModel
     n_substeps: int
 
     def __post_init__(self) -> None:
+        implicit_step.check_model(self.mj_model)
         object.__setattr__(self, "model", mjx.put_model(self.mj_model))
         adr = self.mj_model  # noqa: F841 (static contact layout below comes from make_data)
         probe = mjx.make_data(self.model)
@@ -88,7 +92,7 @@ class Physics:
         data = data.replace(ctrl=ctrl)
 
         def substep(d, _):
-            return mjx.step(self.model, d), None
+            return implicit_step.step(self.model, d), None
 
         data, _ = jax.lax.scan(substep, data, None, length=self.n_substeps)
         return data
@@ -138,7 +142,7 @@ def control_step_with_contacts(physics: Physics, data: mjx.Data, ctrl: jnp.ndarr
 
     def substep(carry, _):
         d, best = carry
-        d = mjx.step(physics.model, d)
+        d = implicit_step.step(physics.model, d)
         force = physics.contact_normal_forces(d)
         best = _argmax_update(*best, force, physics.contact_points(d), physics.contact_geoms(d).astype(jnp.int32))
         return (d, best), None

@@ -149,6 +149,42 @@ def test_exact_jacobians_match_mujoco_c_finite_differences(env, contact):
     assert checked == 10 and mismatched <= 2
 
 
+def test_exact_jacobians_with_the_box_held_by_dry_friction(env):
+    """The box at rest (held by its joints' dry friction) while the pusher moves freely.
+
+    Here MJX's solver starts at its optimum and runs no iteration, so differentiating
+    through the solver loop returns the unconstrained tangent (d box velocity / d box
+    velocity = 1 instead of ~0); ``physics.implicit_step`` gives the implicit-function
+    derivative instead. Regression test for that bug."""
+    jax_env = env.unwrapped.jax_env
+    model = env.unwrapped.model
+    n_sub = jax_env.physics.n_substeps
+    rng = np.random.default_rng(3)
+    checked = 0
+    for _ in range(20):
+        qpos = np.concatenate([rng.uniform(-0.4, -0.3, 1), rng.uniform(-0.3, 0.3, 1), rng.uniform(0.0, 0.1, 2), rng.uniform(-0.3, 0.3, 1)])
+        qvel = np.concatenate([rng.uniform(-0.2, 0.2, 2), np.zeros(3)])
+        action = rng.uniform(-0.3, 0.3, 2)
+        x = np.concatenate([qpos, qvel])
+        A_fd, B_fd, _, pattern = c_jacobians(model, x, action, n_sub)
+        # No contact and the box's dry friction sticking (not slipping) at every substep,
+        # also under +-1e-5 on every state coordinate: away from stick/slip switches.
+        probes = [pattern] + [c_step(model, *np.split(x + d * e, [5]), action, n_sub)[1] for e in np.eye(10) for d in (1e-5, -1e-5)]
+        if any(p[0] > 0 or any(p[3]) for pat in probes for p in pat):
+            continue
+        env.unwrapped.set_state(qpos, qvel)
+        out = env.unwrapped.grad_step(action.astype(np.float32), estimator="exact")
+        A = np.asarray(out.jacobians.A, np.float64)
+        assert np.abs(A_fd[7:, 7:]).max() < 0.05  # friction holds the box: d v_box / d v_box ~ 0
+        err_A = np.linalg.norm(A - A_fd) / np.linalg.norm(A_fd)
+        err_B = np.linalg.norm(out.jacobians.B - B_fd) / np.linalg.norm(B_fd)
+        assert err_A < 1e-3 and err_B < 1e-3, (err_A, err_B, qpos, qvel, action)
+        checked += 1
+        if checked == 5:
+            break
+    assert checked == 5
+
+
 def test_reward_jacobians_match_finite_differences(env):
     """r_x and r_a against central differences of the task reward over MuJoCo C steps."""
     from mujoco import mjx

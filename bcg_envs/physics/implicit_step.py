@@ -1,0 +1,80 @@
+"""One MJX physics step whose derivative is the implicit-function derivative of the solver.
+
+``mjx.step`` runs the constraint solver in a ``lax.while_loop`` that stops when the cost
+gradient falls below ``opt.tolerance``. Differentiated in forward mode, the loop returns
+the tangent of whatever the iterations did; when the solver's start point (the warm start
+or ``qacc_smooth``) is already optimal it takes no iteration at all, and the tangent is
+that of the start point. That happens whenever nothing changes between substeps: an
+object at rest held by dry friction (``frictionloss``), a resting contact. The Jacobian
+then ignores the constraints (d(velocity)/d(velocity) of a box held by friction comes out
+as 1 instead of ~0), and products of such Jacobians over a rollout can overflow.
+
+This step fixes that at the root:
+
+* the solver runs on ``stop_gradient`` inputs (no tangents through the loop at all, which
+  also makes forward-mode Jacobians cheaper to compile and run);
+* one Newton step from the solver's answer ``x0`` supplies the tangent:
+  ``qacc = x0 + (delta - stop_gradient(delta))`` with ``delta = -H(x0)^-1 g(x0)``, the
+  gradient ``g`` and Hessian ``H`` of MuJoCo's constrained cost (Gauss + constraint terms
+  at ``x0``'s active set). The primal ``qacc`` is exactly MJX's; its derivative is
+  ``-H^-1 dg/dtheta``, the implicit-function derivative of the optimum (``g(x*) = 0``), the
+  same quantity finite differences of a converged MuJoCo C solve measure. The constraint
+  force gets the matching derivative from the optimality identity
+  ``qfrc_constraint = M qacc - qfrc_smooth``.
+
+The Newton Hessian comes from ``mujoco.mjx._src.solver.Context`` (private API of the
+pinned ``mujoco-mjx`` version; requires ``opt.solver = Newton``).
+"""
+
+from __future__ import annotations
+
+import jax
+import mujoco
+from mujoco import mjx
+from mujoco.mjx._src import solver as _solver
+
+_INTEGRATORS = {
+    int(mujoco.mjtIntegrator.mjINT_EULER): mjx.euler,
+    int(mujoco.mjtIntegrator.mjINT_IMPLICITFAST): mjx.implicit,
+}
+
+
+def check_model(mj_model: mujoco.MjModel) -> None:
+    """The models this step supports: Newton solver, Euler or implicitfast integrator."""
+    if mj_model.opt.solver != mujoco.mjtSolver.mjSOL_NEWTON:
+        raise ValueError("bcg_envs needs opt.solver = Newton (its Jacobians use the Newton Hessian)")
+    if int(mj_model.opt.integrator) not in _INTEGRATORS:
+        raise ValueError("bcg_envs supports the Euler and implicitfast integrators")
+
+
+def forward(m: mjx.Model, d: mjx.Data) -> mjx.Data:
+    """``mjx.forward`` with the solver's tangent replaced by the implicit-function one."""
+    d = mjx.fwd_position(m, d)
+    d = mjx.sensor_pos(m, d)
+    d = mjx.fwd_velocity(m, d)
+    d = mjx.sensor_vel(m, d)
+    d = mjx.fwd_actuation(m, d)
+    d = mjx.fwd_acceleration(m, d)
+    if d._impl.efc_J.size == 0:
+        return d.replace(qacc=d.qacc_smooth)
+    solved = mjx.solve(m, jax.lax.stop_gradient(d))
+    x0 = solved.qacc
+    ctx = _solver.Context.create(m, d.replace(qacc=x0), grad=True)
+    qacc = x0 + _tangent_only(-ctx.Mgrad)
+    # At the optimum qfrc_constraint = M qacc - qfrc_smooth: the solver's value, with the
+    # derivative of that identity (implicitfast integrates qfrc_smooth + qfrc_constraint).
+    qfrc = solved.qfrc_constraint + _tangent_only(mjx.mul_m(m, d, qacc) - d.qfrc_smooth)
+    d = d.replace(qacc=qacc, qfrc_constraint=qfrc)
+    d = d.tree_replace({"_impl.efc_force": solved._impl.efc_force})
+    return mjx.sensor_acc(m, d)
+
+
+def _tangent_only(x: jax.Array) -> jax.Array:
+    """Zero in value, ``x``'s derivative in tangent."""
+    return x - jax.lax.stop_gradient(x)
+
+
+def step(m: mjx.Model, d: mjx.Data) -> mjx.Data:
+    """``mjx.step`` (same primal) with implicit-function derivatives of the solver."""
+    d = forward(m, d)
+    return _INTEGRATORS[int(m.opt.integrator)](m, d)
