@@ -42,13 +42,14 @@ def run_sb3_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> Li
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.monitor import Monitor
 
     import bcg_envs  # noqa: F401
 
     params = dict(cfg["sb3_ppo"])
     n_envs = params.pop("n_envs", 1)
     env = make_vec_env(f"bcg_envs/{env_id}", n_envs=n_envs, seed=seed, env_kwargs={"backend": "mujoco"})
-    eval_env = gym.make(f"bcg_envs/{env_id}", backend="mujoco")
+    eval_env = Monitor(gym.make(f"bcg_envs/{env_id}", backend="mujoco"))
     rows: List[Row] = []
     start = time.perf_counter()
     every = max(steps // evals, 1)
@@ -246,8 +247,9 @@ def compare(env_id: str, algos: List[str], seeds: List[int], steps: int, out_dir
 
 
 def run_demo(out_dir: Path, steps: int, seed: int = 0) -> str:
-    """The README demo's small comparison: SHAC exact vs SHAC bcg vs Brax PPO on BoxPush."""
-    return compare("BoxPush-v0", ["brax_ppo", "shac_exact", "shac_bcg"], [seed], steps, Path(out_dir) / "compare", evals=4)
+    """The README demo's small comparison on BoxPush: SB3 PPO (MuJoCo C backend) vs SHAC
+    with exact and with BCG gradients, one seed, ``steps`` env steps each."""
+    return compare("BoxPush-v0", ["sb3_ppo", "shac_exact", "shac_bcg"], [seed], steps, Path(out_dir) / "compare", evals=4)
 
 
 def main(argv: Optional[List[str]] = None) -> None:

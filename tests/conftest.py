@@ -20,22 +20,11 @@ single_cpu_client()
 import pytest  # noqa: E402
 
 
-#: Test modules of features still in progress (open issues 3, 4, 5, 7): their tests were
-#: written but not yet seen passing in a clean run, so they run only with BCG_SLOW=1.
-IN_PROGRESS = (
-    "tests/envs/planar_hand/test_hand.py",
-    "tests/envs/g1/test_tracking.py",
-    "tests/learners/test_shac.py",
-    "tests/test_mujoco_backend.py",
-)
-
-
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``slow`` (and in-progress modules) run only with BCG_SLOW=1."""
+    """Tests marked ``slow`` run only with BCG_SLOW=1."""
     if os.environ.get("BCG_SLOW") == "1":
         return
-    skip = pytest.mark.skip(reason="slow or in-progress check; run with BCG_SLOW=1")
+    skip = pytest.mark.skip(reason="slow check; run with BCG_SLOW=1")
     for item in items:
-        path = Path(str(item.fspath)).resolve().relative_to(_ROOT).as_posix()
-        if "slow" in item.keywords or path in IN_PROGRESS:
+        if "slow" in item.keywords:
             item.add_marker(skip)

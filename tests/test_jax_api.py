@@ -48,6 +48,17 @@ def test_grad_through_32_step_rollout_is_finite(estimator):
     np.testing.assert_allclose(np.asarray(values), np.asarray(plain), rtol=1e-5, atol=1e-5)
 
 
+def test_grad_through_a_diverging_step_is_finite():
+    """A step that diverges reverts its state and ends the episode; the gradient of a
+    rollout through it stays finite (a non-finite Jacobian is zeroed, not multiplied by 0)."""
+    env = bcg_envs.make_jax("BoxPush-v0", estimator="exact")
+    state = env.reset(jax.random.PRNGKey(0))
+    state = env.state_from(state.data.qpos, jnp.array([0.0, 0.0, 0.0, 0.0, 5e4]), None, {"goal": state.info["goal"], "goal_yaw": state.info["goal_yaw"]}, state.info["rng"])
+    value, grad = jax.jit(jax.value_and_grad(_rollout_return(env, 3)))(jnp.full((3, 2), 0.5), state)
+    assert np.isfinite(float(value)) and np.isfinite(np.asarray(grad)).all()
+    assert bool(env.step(state, jnp.zeros(2)).info["sim_diverged"])
+
+
 def test_state_layout_and_sizes():
     env = bcg_envs.make_jax("BoxPush-v0")
     state = env.reset(jax.random.PRNGKey(0))

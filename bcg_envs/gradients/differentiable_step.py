@@ -158,6 +158,10 @@ class DifferentiableStep:
         nominal, next_data, contact, trigger = self.forward(data0, action, key, window)
         f = self.transition(data0, action, next_data)
         A, B, stats = self._jacobians(f, data0, action, key, contact, trigger)
+        # A non-finite Jacobian (every branch dropped, or a diverging step) becomes zero, so
+        # that a zero cotangent through it (jnp.where on divergence) stays zero, not NaN.
+        finite = jnp.all(jnp.isfinite(A)) & jnp.all(jnp.isfinite(B))
+        A, B = jnp.where(finite, A, 0.0), jnp.where(finite, B, 0.0)
         return (next_data, contact, trigger), (A, B), stats
 
     def _build_vjp_step(self):

@@ -4,7 +4,6 @@ Reference numbers below are written out by hand from MuJoCo Menagerie,
 google-deepmind/mujoco_menagerie, unitree_g1/g1_mjx.xml (model "g1_29dof_rev_1_0 mjx").
 """
 
-import os
 
 import mujoco
 import numpy as np
@@ -198,7 +197,7 @@ def test_mjx_put_model(model):
     assert dx.qpos.shape == (36,)
 
 
-@pytest.mark.skipif(not os.environ.get("BCG_SLOW_TESTS"), reason="set BCG_SLOW_TESTS=1 (~20 s jit compile)")
+@pytest.mark.slow  # ~20 s jit compile; run with BCG_SLOW=1
 def test_mjx_step_jit(model):
     import jax
     from mujoco import mjx
