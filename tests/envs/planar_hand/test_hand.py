@@ -365,7 +365,7 @@ def _rollout_grad_fn(estimator: str):
     "estimator",
     [
         "exact",
-        "bcg",
+        pytest.param("bcg", marks=pytest.mark.slow),  # BoxPush covers bcg rollouts by default
         pytest.param("bundle", marks=pytest.mark.slow),
         pytest.param("zeroth", marks=pytest.mark.slow),
         pytest.param("alpha", marks=pytest.mark.slow),
