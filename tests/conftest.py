@@ -20,8 +20,26 @@ single_cpu_client()
 import pytest  # noqa: E402
 
 
+#: The longest test files (compile-bound), scheduled first so that `pytest -n 2 --dist
+#: loadfile` (scripts/test.sh) starts them on separate workers instead of last.
+HEAVY_FIRST = (
+    "tests/envs/planar_hand/test_hand.py",
+    "tests/envs/g1/test_tracking.py",
+    "tests/learners/test_shac.py",
+    "tests/envs/box_push/test_box_push.py",
+    "tests/test_mujoco_backend.py",
+    "tests/test_jax_api.py",
+)
+
+
+def _rank(item) -> int:
+    path = Path(str(item.fspath)).resolve().relative_to(_ROOT).as_posix()
+    return HEAVY_FIRST.index(path) if path in HEAVY_FIRST else len(HEAVY_FIRST)
+
+
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``slow`` run only with BCG_SLOW=1."""
+    """Heavy files first (stable sort); tests marked ``slow`` run only with BCG_SLOW=1."""
+    items.sort(key=_rank)
     if os.environ.get("BCG_SLOW") == "1":
         return
     skip = pytest.mark.skip(reason="slow check; run with BCG_SLOW=1")
