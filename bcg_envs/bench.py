@@ -23,7 +23,18 @@ def _median_seconds(fn, repeats: int) -> float:
     return float(np.median(times))
 
 
-def run(env_id: str = "BoxPush-v0", num_envs: int = 64, steps: int = 20, repeats: int = 20) -> Dict[str, float]:
+def _seconds(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def run(
+    env_id: str = "BoxPush-v0", num_envs: int = 64, steps: int = 20, repeats: int = 20, estimators=ESTIMATORS
+) -> Dict[str, float]:
+    """Seconds per call (keys without a suffix), first-call seconds (``compile ...``: jit
+    compile plus one call, with the persistent compile cache as configured) and batched
+    throughput (``... (vmap)``, steps/s)."""
     import gymnasium as gym
     import jax
     import jax.numpy as jnp
@@ -35,10 +46,10 @@ def run(env_id: str = "BoxPush-v0", num_envs: int = 64, steps: int = 20, repeats
     env = gym.make(f"bcg_envs/{bcg_envs.registry.short_name(env_id)}")
     env.reset(seed=0)
     action = np.zeros(env.action_space.shape, np.float32)
-    env.step(action)
+    compiles = {"compile gym step": _seconds(lambda: env.step(action))}
     results["gym step"] = _median_seconds(lambda: env.step(action), repeats)
-    for estimator in ESTIMATORS:
-        env.unwrapped.grad_step(action, estimator=estimator)
+    for estimator in estimators:
+        compiles[f"compile grad_step {estimator}"] = _seconds(lambda: env.unwrapped.grad_step(action, estimator=estimator))
         results[f"grad_step {estimator}"] = _median_seconds(
             lambda: env.unwrapped.grad_step(action, estimator=estimator), repeats
         )
@@ -66,14 +77,14 @@ def run(env_id: str = "BoxPush-v0", num_envs: int = 64, steps: int = 20, repeats
         return jax.lax.scan(body, d, ctrl)[0].qpos
 
     data = states.data
-    jax.block_until_ready(env_rollout(states))
+    compiles[f"compile {num_envs}-env x {steps}-step rollout"] = _seconds(lambda: jax.block_until_ready(env_rollout(states)))
     jax.block_until_ready(raw_rollout(data))
     t_env = _median_seconds(lambda: jax.block_until_ready(env_rollout(states)), 3)
     t_raw = _median_seconds(lambda: jax.block_until_ready(raw_rollout(data)), 3)
     results["env steps/s (vmap)"] = num_envs * steps / t_env
     results["raw mjx control steps/s (vmap)"] = num_envs * steps / t_raw
     env.close()
-    return results
+    return {**results, **compiles}
 
 
 def report(results: Dict[str, float]) -> str:
@@ -81,6 +92,9 @@ def report(results: Dict[str, float]) -> str:
     lines = ["| measurement | value | ratio |", "|---|---|---|"]
     for key, value in results.items():
         if key.endswith("(vmap)"):
+            continue
+        if key.startswith("compile"):
+            lines.append(f"| {key} (first call) | {value:.1f} s | |")
             continue
         lines.append(f"| {key} | {1e3 * value:.2f} ms | {value / base:.1f}x gym step |")
     env_tp = results["env steps/s (vmap)"]

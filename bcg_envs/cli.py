@@ -49,7 +49,7 @@ def _cmd_gradcheck(args) -> None:
 def _cmd_bench(args) -> None:
     from bcg_envs import bench
 
-    print(bench.report(bench.run(args.env, num_envs=args.num_envs)))
+    print(bench.report(bench.run(args.env, num_envs=args.num_envs, estimators=args.estimators)))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="gradient statistics of every estimator on BoxPush (+ plot, video)")
     p.add_argument("--out", default="demo_out")
-    p.add_argument("--steps", type=int, default=40)
+    p.add_argument("--steps", type=int, default=100)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--train-steps", type=int, default=0, help="also train SHAC exact vs bcg for this many env steps")
     p.set_defaults(fn=_cmd_demo)
@@ -91,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="step / grad_step cost and batched throughput")
     p.add_argument("--env", default="BoxPush-v0")
     p.add_argument("--num-envs", type=int, default=64)
+    p.add_argument("--estimators", nargs="+", default=list(ESTIMATORS), choices=list(ESTIMATORS))
     p.set_defaults(fn=_cmd_bench)
     return parser
 

@@ -2,9 +2,9 @@
 
 Runs a scripted pushing policy, and at each step calls ``grad_step`` from the same state
 with every estimator; prints a table (Jacobian norms, how often bcg bundled, time per
-call) and writes ``gradients.png`` and ``rollout.mp4`` to the output folder. When the
-SHAC learner is installed it also trains SHAC with exact and with BCG gradients for a
-small budget and prints their evaluation returns.
+call) and writes ``gradients.png`` and ``rollout.mp4`` to the output folder. With
+``train_steps > 0`` it then runs ``baselines.compare.run_demo``: SB3 PPO vs SHAC with
+exact vs SHAC with BCG gradients on BoxPush, one seed, printed as a table and plotted.
 """
 
 from __future__ import annotations
@@ -100,7 +100,7 @@ def plot(stats: Dict[str, Dict[str, List[float]]], path: Path) -> None:
     plt.close(fig)
 
 
-def main(out_dir: str = "demo_out", steps: int = 40, seed: int = 0, train_steps: int = 0) -> None:
+def main(out_dir: str = "demo_out", steps: int = 100, seed: int = 0, train_steps: int = 0) -> None:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     print(f"BoxPush-v0: grad_step with every estimator along a {steps}-step scripted push")

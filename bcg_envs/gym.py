@@ -93,6 +93,9 @@ class _Jitted:
         else:
             self.reset = jax.jit(env.reset)
             self.step = jax.jit(env.step)
+        # Jitted like reset/step, so that set_state's state has the same (uncommitted)
+        # arrays as theirs and grad_step does not compile a second time for it.
+        self.state_from = jax.jit(env.state_from)
         self._grad: Dict[tuple, Any] = {}
 
     def grad_step(self, estimator: Optional[str], bundle: Optional[BundleConfig]):
@@ -218,7 +221,7 @@ class GymEnv(gymnasium.Env):
         act = None if act is None else _check_vector(act, m.na, "act")
         old = self._state
         task_info = {k: v for k, v in old.info.items() if k != "rng"}
-        self._state = self.jax_env.state_from(qpos, qvel, act, task_info, old.info["rng"])
+        self._state = self._fns.state_from(qpos, qvel, act, task_info, old.info["rng"])
 
     # ----- helpers --------------------------------------------------------------------
     def _require_reset(self) -> None:
