@@ -262,7 +262,9 @@ def _record(env_id, policy, video, seed, episode_length, backend):
     return path
 
 
-def sim_to_sim_run(run_dir: Union[str, Path], *, episodes: int = 5, seed: int = 0) -> Dict[str, Any]:
+def sim_to_sim_run(
+    run_dir: Union[str, Path], *, episodes: int = 5, seed: int = 0, episode_length: Optional[int] = None
+) -> Dict[str, Any]:
     """Transfer check of a run's deterministic policy from MJX to MuJoCo C.
 
     G1 tracking runs get ``bcg_envs.envs.g1.sim2sim.sim_to_sim`` (falls, tracking error and
@@ -276,8 +278,9 @@ def sim_to_sim_run(run_dir: Union[str, Path], *, episodes: int = 5, seed: int = 
 
         policy = jax.jit(make_policy(params, deterministic=True))
         key = jax.random.PRNGKey(seed)
-        return sim_to_sim(env_id, lambda obs: np.asarray(policy(jnp.asarray(obs), key)[0]), episodes=episodes, seed=seed)
+        act = lambda obs: np.asarray(policy(jnp.asarray(obs), key)[0])  # noqa: E731
+        return sim_to_sim(env_id, act, episodes=episodes, seed=seed, max_steps=episode_length)
     return {
-        "mjx": evaluate_run(run_dir, episodes=episodes, seed=seed),
-        "mujoco": evaluate_run(run_dir, episodes=episodes, seed=seed, sim="mujoco"),
+        sim: evaluate_run(run_dir, episodes=episodes, seed=seed, sim=sim, episode_length=episode_length)
+        for sim in ("mjx", "mujoco")
     }

@@ -257,3 +257,7 @@ def test_train_and_evaluate_run(tmp_path):
     result = runs.evaluate_run(out, episodes=4, episode_length=20)
     assert set(result) >= {"mean_return", "mean_length"} and result["mean_length"] == 20.0
     assert np.isfinite(result["mean_return"])
+    # `bcg-envs evaluate --sim mujoco`: the same policy in both simulators.
+    both = runs.sim_to_sim_run(out, episodes=4, episode_length=20)
+    assert both["mjx"] == result
+    assert both["mujoco"]["mean_length"] == 20.0 and np.isfinite(both["mujoco"]["mean_return"])
