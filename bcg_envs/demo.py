@@ -19,15 +19,18 @@ from bcg_envs.gradients.config import ESTIMATORS
 
 
 def scripted_push(obs: np.ndarray) -> np.ndarray:
-    """Move behind the box (opposite the goal) and push toward the goal."""
+    """Go to a point 15 cm behind the box (opposite the goal); once on that line, drive at
+    the box with full force, so that the pusher strikes it (a stiff impact) and pushes on."""
     box_to_goal = obs[11:13]
     pusher_to_box = obs[13:15]
     direction = box_to_goal / (np.linalg.norm(box_to_goal) + 1e-6)
-    target = -direction * 0.09  # behind the box, relative to the box centre
-    error = pusher_to_box + target  # pusher minus target, negated
-    behind = np.linalg.norm(error) < 0.03
-    action = np.where(behind, direction, -error / (np.linalg.norm(error) + 1e-6))
-    return np.clip(action, -1.0, 1.0).astype(np.float32)
+    rel = -pusher_to_box  # pusher relative to the box
+    behind = -rel @ direction  # distance behind the box along the push line
+    lateral = np.linalg.norm(rel + behind * direction)
+    if behind > 0.06 and lateral < 0.015:
+        return np.clip(direction, -1.0, 1.0).astype(np.float32)
+    error = rel + 0.15 * direction  # pusher minus the staging point
+    return np.clip(-error / (np.linalg.norm(error) + 1e-6), -1.0, 1.0).astype(np.float32)
 
 
 def gradient_statistics(steps: int = 40, seed: int = 0, video: Path | None = None) -> Dict[str, Dict[str, List[float]]]:
