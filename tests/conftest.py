@@ -46,3 +46,26 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)
+
+
+class _NoSpaceWarnings:
+    """Context manager: fail if Gymnasium/SB3 warned about the spaces (or infinite bounds)."""
+
+    def __enter__(self):
+        import warnings
+
+        self._ctx = warnings.catch_warnings(record=True)
+        self.records = self._ctx.__enter__()
+        warnings.simplefilter("always")
+        return self
+
+    def __exit__(self, *exc):
+        self._ctx.__exit__(*exc)
+        bad = [str(w.message) for w in self.records if "space" in str(w.message).lower() or "infinity" in str(w.message)]
+        assert not bad, bad
+
+
+@pytest.fixture
+def no_space_warnings():
+    """``with no_space_warnings(): check_env(env)`` (shared by the env_checker tests)."""
+    return _NoSpaceWarnings
