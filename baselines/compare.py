@@ -21,6 +21,8 @@ from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
+from bcg_envs.utils import single_cpu_client
+
 ALGORITHMS = ("sb3_ppo", "brax_ppo", "shac_exact", "shac_bcg", "brax_apg")
 CONFIGS = Path(__file__).resolve().parent / "configs"
 Row = Dict[str, float]
@@ -261,6 +263,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--evals", type=int, default=5)
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
+    single_cpu_client()  # the 2-core batched-kernel deadlock (DESIGN.md section 4)
     out = Path(args.out or f"baselines/results/{args.env}")
     compare(args.env, args.algos, args.seeds, args.steps, out, args.evals)
 

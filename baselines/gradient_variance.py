@@ -23,6 +23,8 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
+from bcg_envs.utils import single_cpu_client
+
 #: Start states that begin with a stiff impact, per env: (qpos, qvel, action).
 START = {
     "BoxPush-v0": ([-0.078, 0.0, 0.0, 0.0, 0.0], [0.6, 0.0, 0.0, 0.0, 0.0], [1.0, 0.0]),
@@ -143,6 +145,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--reference-samples", type=int, default=64)
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
+    single_cpu_client()  # the 2-core batched-kernel deadlock (DESIGN.md section 4)
     rows = sweep(args.env, args.stiffness, args.estimators, args.seeds, args.horizon, args.reference_samples)
     write(rows, Path(args.out or f"baselines/results/{args.env}"))
 

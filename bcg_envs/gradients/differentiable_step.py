@@ -66,6 +66,12 @@ class DifferentiableStep:
         object.__setattr__(self, "_body_of_geom", np.asarray(m.geom_bodyid, np.int32))
         # Jitted once per instance: JAX caches the traced jaxpr, so the repeated traces
         # that reverse-mode scans and custom_vjp make of these are nearly free.
+        if self.estimator == "bcg":
+            step_jacobians = jax.custom_batching.custom_vmap(self._bcg_jacobians)
+            step_jacobians.def_vmap(self._bcg_jacobians_batched)
+        else:
+            step_jacobians = self._jacobians
+        object.__setattr__(self, "_step_jacobians", step_jacobians)
         object.__setattr__(self, "forward", jax.jit(self._forward))
         object.__setattr__(self, "jacobians", jax.jit(self._jacobians_at))
         object.__setattr__(self, "_vjp_step", self._build_vjp_step())
@@ -114,7 +120,8 @@ class DifferentiableStep:
     def _sigma(self):
         return global_sigma(self.nv, self.na, self.nu, self.config, zeroth=True)
 
-    def _jacobians(self, f, data0, action, key, contact, trigger):
+    def _jacobians(self, data0, action, key, contact, trigger, next_data):
+        f = self.transition(data0, action, next_data)
         if self.estimator == "exact":
             return estimators.exact(f, self.nx, self.nu)
         dx, du = self._offsets(data0, action, key, contact, trigger)
@@ -122,12 +129,41 @@ class DifferentiableStep:
             return estimators.zeroth_order_bundle(f, dx, du, self._sigma())
         if self.estimator == "alpha":
             return estimators.alpha_order_bundle(f, dx, du, self._sigma())
-        if self.estimator == "bcg":
-            # Untriggered steps get zero offsets: every branch is the exact Jacobian. One
-            # traced computation (instead of a lax.cond over two) halves compile time, and
-            # under vmap a cond would evaluate both branches anyway.
-            dx, du = dx * trigger, du * trigger
         return _drop_mean(estimators.first_order_bundle(f, dx, du))
+
+    def _exact_jacobians(self, data0, action, next_data):
+        return estimators.exact(self.transition(data0, action, next_data), self.nx, self.nu)
+
+    def _bcg_jacobians(self, data0, action, key, contact, trigger, next_data):
+        """Exact Jacobians, or the contact bundle where this step triggered."""
+        return jax.lax.cond(
+            trigger,
+            lambda: self._jacobians(data0, action, key, contact, trigger, next_data),
+            lambda: self._exact_jacobians(data0, action, next_data),
+        )
+
+    def _bcg_jacobians_batched(self, axis_size, in_batched, *args):
+        """``vmap`` rule of ``_bcg_jacobians``: a plain ``vmap`` of the ``lax.cond`` would
+        evaluate the bundle for every env. Here every env gets exact Jacobians and only the
+        triggered envs get a bundle, ``bcg_chunk(axis_size)`` envs at a time."""
+        args = [_broadcast(a, b, axis_size) for a, b in zip(args, in_batched)]
+        data0, action, key, contact, trigger, next_data = args
+        A, B, stats = jax.vmap(self._exact_jacobians)(data0, action, next_data)
+        chunk = bcg_chunk(axis_size)
+        count = jnp.sum(trigger)
+        order = jnp.argsort(jnp.logical_not(trigger), stable=True)  # triggered envs first
+
+        def bundle_chunk(c, out):
+            pos = c * chunk + jnp.arange(chunk)
+            idx = order[jnp.minimum(pos, axis_size - 1)]
+            sub = jax.tree.map(lambda x: x[idx], args)
+            new = jax.vmap(self._jacobians)(*sub)
+            dest = jnp.where(pos < count, idx, axis_size)  # out of range: dropped
+            return jax.tree.map(lambda o, n: o.at[dest].set(n, mode="drop"), out, new)
+
+        num_chunks = (count + chunk - 1) // chunk
+        out = jax.lax.fori_loop(0, num_chunks, bundle_chunk, (A, B, stats))
+        return out, jax.tree.map(lambda _: True, out)
 
     def _trigger(self, contact, window):
         if self.estimator == "bcg":
@@ -156,8 +192,7 @@ class DifferentiableStep:
     def _jacobians_at(self, data0: mjx.Data, action: jnp.ndarray, key: jax.Array, window: jnp.ndarray):
         """Next step plus the estimator's (A, B) in tangent coordinates and its stats."""
         nominal, next_data, contact, trigger = self.forward(data0, action, key, window)
-        f = self.transition(data0, action, next_data)
-        A, B, stats = self._jacobians(f, data0, action, key, contact, trigger)
+        A, B, stats = self._step_jacobians(data0, action, key, contact, trigger, next_data)
         # A non-finite Jacobian (every branch dropped, or a diverging step) becomes zero, so
         # that a zero cotangent through it (jnp.where on divergence) stays zero, not NaN.
         finite = jnp.all(jnp.isfinite(A)) & jnp.all(jnp.isfinite(B))
@@ -215,6 +250,18 @@ class DifferentiableStep:
             bundle_window=self._next_window(contact, window) if self.estimator == "bcg" else jnp.zeros((), jnp.int32),
             stats={},
         )
+
+
+def bcg_chunk(num_envs: int) -> int:
+    """Envs bundled per pass when ``bcg`` runs batched: one eighth of the batch (at least
+    one), so that a few triggered envs cost a few bundles, not ``num_envs``."""
+    return max(1, -(-num_envs // 8))
+
+
+def _broadcast(tree, batched, size: int):
+    """``tree`` with every unbatched leaf (``batched`` is a matching tree of bools) given
+    a leading axis of ``size``."""
+    return jax.tree.map(lambda x, b: x if b else jnp.broadcast_to(x, (size,) + jnp.shape(x)), tree, batched)
 
 
 def _drop_mean(result):
