@@ -28,8 +28,9 @@ CONFIGS = Path(__file__).resolve().parent / "configs"
 Row = Dict[str, float]
 
 
-def load_config(env_id: str) -> dict:
-    path = CONFIGS / f"{env_id}.json"
+def load_config(env_id: str, path: Optional[Path] = None) -> dict:
+    """Hyper-parameters per algorithm: ``baselines/configs/<env_id>.json`` or ``path``."""
+    path = Path(path) if path else CONFIGS / f"{env_id}.json"
     if not path.exists():
         raise ValueError(f"no baseline config for {env_id!r}; expected {path}")
     return json.loads(path.read_text())
@@ -97,7 +98,7 @@ def run_brax_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> L
     env = bcg_envs.make_jax(env_id, estimator="exact")
     rows: List[Row] = []
     start = time.perf_counter()
-    ppo.train(environment=env, num_timesteps=steps, episode_length=cfg["episode_length"], num_evals=evals + 1,
+    ppo.train(environment=env, num_timesteps=steps, episode_length=env.episode_length, num_evals=evals + 1,
               seed=seed, progress_fn=_progress_rows(start, rows), **cfg["brax_ppo"])
     return rows
 
@@ -119,7 +120,7 @@ def run_brax_apg(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> L
     # Brax APG reports the evaluation index, not env steps: convert.
     per_eval = round(updates / max(evals, 1)) * steps_per_update
     to_rows = _progress_rows(start, rows)
-    apg.train(environment=env, policy_updates=updates, episode_length=cfg["episode_length"], num_evals=evals + 1,
+    apg.train(environment=env, policy_updates=updates, episode_length=env.episode_length, num_evals=evals + 1,
               num_eval_envs=16, seed=seed, progress_fn=lambda it, m: to_rows(it * per_eval, m), **params)
     return rows
 
@@ -230,8 +231,9 @@ def plot_curves(runs: Dict[str, List[List[Row]]], path: Path, title: str = "") -
     plt.close(fig)
 
 
-def compare(env_id: str, algos: List[str], seeds: List[int], steps: int, out_dir: Path, evals: int = 5) -> str:
-    cfg = load_config(env_id)
+def compare(env_id: str, algos: List[str], seeds: List[int], steps: int, out_dir: Path, evals: int = 5,
+            config: Optional[Path] = None) -> str:
+    cfg = load_config(env_id, config)
     out_dir.mkdir(parents=True, exist_ok=True)
     for algo in algos:
         if algo not in RUNNERS:
@@ -262,10 +264,11 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--steps", type=int, default=200_000)
     parser.add_argument("--evals", type=int, default=5)
     parser.add_argument("--out", default=None)
+    parser.add_argument("--config", default=None, help="JSON of hyper-parameters (default: baselines/configs/<env>.json)")
     args = parser.parse_args(argv)
     single_cpu_client()  # the 2-core batched-kernel deadlock (DESIGN.md section 4)
     out = Path(args.out or f"baselines/results/{args.env}")
-    compare(args.env, args.algos, args.seeds, args.steps, out, args.evals)
+    compare(args.env, args.algos, args.seeds, args.steps, out, args.evals, args.config)
 
 
 if __name__ == "__main__":

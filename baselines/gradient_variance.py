@@ -27,7 +27,15 @@ from bcg_envs.utils import single_cpu_client
 
 #: Start states that begin with a stiff impact, per env: (qpos, qvel, action).
 START = {
+    # The pusher 7.8 cm behind the box centre, moving at it at 0.6 m/s, pushing.
     "BoxPush-v0": ([-0.078, 0.0, 0.0, 0.0, 0.0], [0.6, 0.0, 0.0, 0.0, 0.0], [1.0, 0.0]),
+    # Both fingers swinging shut from wide open (the state one step before a ~23 N
+    # fingertip impact on the disc in a scripted open-then-close episode).
+    "PlanarHand-v0": (
+        [-0.345, -0.505, -0.345, -0.505, 0.0, 0.0, 0.0],
+        [7.0, 12.0, 7.0, 12.0, 0.0, 0.0, 0.0],
+        [1.0, 1.0, 1.0, 1.0],
+    ),
 }
 
 
@@ -54,7 +62,7 @@ def measure(env_id: str, stiffness, estimator: str, seeds: int, horizon: int, po
     qpos, qvel, action = (np.asarray(v, np.float32) for v in START[env_id])
     env = bcg_envs.make_jax(env_id, estimator=estimator, contact_stiffness=stiffness)
     base = env.reset(jax.random.PRNGKey(0))
-    task_info = {k: v for k, v in base.info.items() if k in ("goal", "goal_yaw")}
+    task_info = {k: v for k, v in base.info.items() if k != "rng"}  # goal etc. (a fresh reset's)
     actions = jnp.tile(jnp.asarray(action), (horizon, 1))
     nq = len(qpos)
 
