@@ -18,7 +18,7 @@ def _cmd_list(args) -> None:
 def _cmd_demo(args) -> None:
     from bcg_envs import demo
 
-    demo.main(out_dir=args.out, steps=args.steps, seed=args.seed, train_steps=args.train_steps)
+    demo.main(out_dir=args.out, steps=args.steps, seed=args.seed, train_steps=args.train_steps, backend=args.backend)
 
 
 def _cmd_train(args) -> None:
@@ -63,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="demo_out")
     p.add_argument("--steps", type=int, default=100)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--train-steps", type=int, default=0, help="also train SHAC exact vs bcg for this many env steps")
+    p.add_argument("--train-steps", type=int, default=0, help="also train SB3 PPO vs SHAC exact vs SHAC bcg for this many env steps")
+    p.add_argument("--backend", choices=["mujoco", "mjx"], default="mujoco", help="physics of the gradient table (mjx: one compile per estimator)")
     p.set_defaults(fn=_cmd_demo)
 
     p = sub.add_parser("train", help="train a policy")
