@@ -38,6 +38,22 @@ class GradStepResult(NamedTuple):
     jacobians: Jacobians
 
 
+def render_state(renderer, jax_env, state, info) -> np.ndarray:
+    """One RGB frame of ``state = (qpos, qvel, act)`` with the task's decorations (goal
+    markers from ``info``), from the task's ``render_camera``."""
+    import mujoco
+
+    mj_data = mujoco.MjData(renderer.model)
+    qpos, qvel, act = state
+    mj_data.qpos[:], mj_data.qvel[:] = qpos, qvel
+    if act.size:
+        mj_data.act[:] = act
+    jax_env.decorate(mj_data, {k: np.asarray(v) for k, v in info.items()})
+    mujoco.mj_forward(renderer.model, mj_data)
+    renderer.update_scene(mj_data, camera=jax_env.render_camera)
+    return renderer.render().copy()
+
+
 def check_action(action: Any, shape: tuple, name: str = "action") -> np.ndarray:
     """Validate an action (shape, real dtype, finite) and return it as float32."""
     arr = np.asarray(action)
@@ -190,15 +206,7 @@ class GymEnv(gymnasium.Env):
 
         if self._renderer is None:
             self._renderer = mujoco.Renderer(self.model, *self._size)
-        mj_data = mujoco.MjData(self.model)
-        qpos, qvel, act = self.get_state()
-        mj_data.qpos[:], mj_data.qvel[:] = qpos, qvel
-        if act.size:
-            mj_data.act[:] = act
-        self.jax_env.decorate(mj_data, {k: np.asarray(v) for k, v in self._state.info.items()})
-        mujoco.mj_forward(self.model, mj_data)
-        self._renderer.update_scene(mj_data, camera=self.jax_env.render_camera)
-        return self._renderer.render().copy()
+        return render_state(self._renderer, self.jax_env, self.get_state(), self._state.info)
 
     def close(self):
         if self._renderer is not None:

@@ -57,7 +57,7 @@ from mujoco import rollout as mj_rollout
 
 from bcg_envs.envs.base import MAX_QVEL, Jacobians, MjxEnv
 from bcg_envs.gradients.config import BundleConfig, check_estimator
-from bcg_envs.gym import OBS_BOUND, GradStepResult, _check_vector, check_action
+from bcg_envs.gym import OBS_BOUND, GradStepResult, _check_vector, check_action, render_state
 from bcg_envs.registry import make_jax
 
 #: Step of the central differences of the control step (tangent coordinates, action).
@@ -1105,15 +1105,7 @@ class MujocoGymEnv(gymnasium.Env):
         self._require_reset()
         if self._renderer is None:
             self._renderer = mujoco.Renderer(self.model, *self._size)
-        mj_data = mujoco.MjData(self.model)
-        qpos, qvel, act = self.get_state()
-        mj_data.qpos[:], mj_data.qvel[:] = qpos, qvel
-        if act.size:
-            mj_data.act[:] = act
-        self.jax_env.decorate(mj_data, {k: np.asarray(v) for k, v in self._core.info.items()})
-        mujoco.mj_forward(self.model, mj_data)
-        self._renderer.update_scene(mj_data, camera=self.jax_env.render_camera)
-        return self._renderer.render().copy()
+        return render_state(self._renderer, self.jax_env, self.get_state(), self._core.info)
 
     def close(self):
         if self._renderer is not None:
