@@ -144,11 +144,13 @@ class DifferentiableStep:
 
     def _bcg_jacobians_batched(self, axis_size, in_batched, *args):
         """``vmap`` rule of ``_bcg_jacobians``: a plain ``vmap`` of the ``lax.cond`` would
-        evaluate the bundle for every env. Here every env gets exact Jacobians and only the
-        triggered envs get a bundle, ``bcg_chunk(axis_size)`` envs at a time."""
+        evaluate the bundle for every env at every step. Here every env gets exact
+        Jacobians, and the triggered envs a bundle: ``bcg_chunk(axis_size)`` envs at a time
+        while at most half the batch triggered, all envs in one batch (then masked) above
+        that, where many small passes would cost more than one large one."""
         args = [_broadcast(a, b, axis_size) for a, b in zip(args, in_batched)]
         data0, action, key, contact, trigger, next_data = args
-        A, B, stats = jax.vmap(self._exact_jacobians)(data0, action, next_data)
+        exact = jax.vmap(self._exact_jacobians)(data0, action, next_data)
         chunk = bcg_chunk(axis_size)
         count = jnp.sum(trigger)
         order = jnp.argsort(jnp.logical_not(trigger), stable=True)  # triggered envs first
@@ -161,8 +163,15 @@ class DifferentiableStep:
             dest = jnp.where(pos < count, idx, axis_size)  # out of range: dropped
             return jax.tree.map(lambda o, n: o.at[dest].set(n, mode="drop"), out, new)
 
-        num_chunks = (count + chunk - 1) // chunk
-        out = jax.lax.fori_loop(0, num_chunks, bundle_chunk, (A, B, stats))
+        def triggered_chunks():
+            return jax.lax.fori_loop(0, (count + chunk - 1) // chunk, bundle_chunk, exact)
+
+        def every_env():
+            new = jax.vmap(self._jacobians)(*args)
+            pick = lambda n, o: jnp.where(trigger.reshape((-1,) + (1,) * (n.ndim - 1)), n, o)  # noqa: E731
+            return jax.tree.map(pick, new, exact)
+
+        out = jax.lax.cond(2 * count > axis_size, every_env, triggered_chunks)
         return out, jax.tree.map(lambda _: True, out)
 
     def _trigger(self, contact, window):
