@@ -26,8 +26,9 @@ from bcg_envs.learners import runs, shac
 
 #: The BoxPush task settings of ``train_run`` (16 envs x 16 steps, [64, 64] nets, gamma
 #: 0.95, actor lr 2e-3), shared by the BoxPush tests (see module docstring). Exact
-#: gradients: BCG's 10 branches cost ~10x per step on CPU (the bundle is computed at
-#: every step and masked where it does not trigger).
+#: gradients: a BCG training program takes minutes more to compile (its batched rule is
+#: tested in tests/gradients/test_differentiable_step.py; SHAC with bcg in the slow
+#: baseline smoke test).
 BOXPUSH = dict(runs.TASK_DEFAULTS["BoxPush-v0"], estimator="exact", num_eval_envs=16, progress_bar=False)
 ITER_STEPS = BOXPUSH["num_envs"] * BOXPUSH["horizon"]
 
