@@ -38,7 +38,6 @@ def run(
     import gymnasium as gym
     import jax
     import jax.numpy as jnp
-    from mujoco import mjx
 
     import bcg_envs
 

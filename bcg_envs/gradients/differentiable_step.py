@@ -11,7 +11,7 @@ same Jacobians serve ``grad_step``. Nothing private of MJX's solver is patched.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Dict, NamedTuple, Tuple
+from typing import Callable, Dict, NamedTuple
 
 import jax
 import jax.numpy as jnp

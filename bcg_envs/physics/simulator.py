@@ -67,7 +67,6 @@ class Physics:
     def __post_init__(self) -> None:
         implicit_step.check_model(self.mj_model)
         object.__setattr__(self, "model", mjx.put_model(self.mj_model))
-        adr = self.mj_model  # noqa: F841 (static contact layout below comes from make_data)
         probe = mjx.make_data(self.model)
         contact = probe._impl.contact
         object.__setattr__(self, "_efc_address", np.asarray(contact.efc_address))

@@ -172,12 +172,9 @@ def test_exact_jacobians_with_the_box_held_by_dry_friction(env):
 
 def test_reward_jacobians_match_finite_differences(env):
     """r_x and r_a against central differences of the task reward over MuJoCo C steps."""
-    from mujoco import mjx
-
     jax_env = env.unwrapped.jax_env
     model = env.unwrapped.model
     n_sub = jax_env.physics.n_substeps
-    mx = jax_env.physics.model
     info = None
 
     @jax.jit

@@ -1,0 +1,3 @@
+from bcg_envs.mujoco_backend.benchmark import benchmark
+
+benchmark()

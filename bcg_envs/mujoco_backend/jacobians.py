@@ -1,0 +1,378 @@
+"""Finite-difference Jacobians of the control step in C, the estimators on top of them,
+and the stepper shared by the single and vector envs."""
+
+from __future__ import annotations
+
+from typing import Callable, Dict, Optional, Tuple
+
+import mujoco
+import numpy as np
+
+from bcg_envs.envs.base import Jacobians
+from bcg_envs.gradients.config import BundleConfig, check_estimator
+from bcg_envs.mujoco_backend.simulation import FD_EPS, KIN_FD_EPS, _FULL, _ContactLog, _Core, _Shared
+
+
+# ======================================================================================
+# Finite-difference Jacobians
+# ======================================================================================
+class _Transition:
+    """``f(dx, du)`` of one control step from a saved state, batched through ``Rollout``:
+    the tangent offset of the next state from ``ref`` (the nominal next state)."""
+
+    def __init__(self, shared: _Shared, state: np.ndarray, warmstart: np.ndarray, action: np.ndarray, ref: np.ndarray):
+        self.s = shared
+        self.state, self.warmstart, self.action = state, warmstart, action
+        self.qpos, self.qvel, self.act = (x.copy() for x in shared.state_parts(state))
+        self.ref = ref  # (nq + nv + na) of the reference next state
+        self.t_end = state[0] + shared.n_substeps * shared.model.opt.timestep
+        self.evaluations = 0
+
+    def __call__(self, dx: np.ndarray, du: np.ndarray) -> np.ndarray:
+        """Offsets (k, nx); rows of diverged branches are NaN."""
+        s = self.s
+        nv, nq = s.nv, s.nq
+        dx, du = np.atleast_2d(dx), np.atleast_2d(du)
+        k = dx.shape[0]
+        states = np.tile(self.state, (k, 1))
+        q, v, a = s.state_parts(states)
+        q[:] = s.tangent.integrate(self.qpos, dx[:, :nv])
+        v[:] = self.qvel[None, :] + dx[:, nv : 2 * nv]
+        if s.na:
+            a[:] = self.act[None, :] + dx[:, 2 * nv :]
+        ctrl = s.action_map(self.action[None, :] + du)
+        out = s.run_rollout(states, ctrl, self.warmstart)[:, -1]
+        self.evaluations += k
+        q1, v1, a1 = s.state_parts(out)
+        ref_q, ref_v, ref_a = self.ref[:nq], self.ref[nq : nq + nv], self.ref[nq + nv :]
+        y = np.concatenate([s.tangent.difference(q1, ref_q), v1 - ref_v, a1 - ref_a], axis=1)
+        bad = (np.abs(out[:, 0] - self.t_end) > 0.5 * s.model.opt.timestep) | ~np.all(np.isfinite(y), axis=1)
+        y[bad] = np.nan
+        return y
+
+    def jacobians_at(self, dx: np.ndarray, du: np.ndarray, eps: float = FD_EPS):
+        """Central-difference (A, B) at each of the k points (dx_i, du_i): (k, nx, nx), (k, nx, nu)."""
+        s = self.s
+        nx, nu = s.nx, s.nu
+        dx, du = np.atleast_2d(dx), np.atleast_2d(du)
+        k, n = dx.shape[0], nx + nu
+        E = eps * np.eye(n)
+        pert = np.concatenate([E, -E])  # (2n, n)
+        X = (np.concatenate([dx, du], 1)[:, None, :] + pert[None]).reshape(-1, n)
+        Y = self(X[:, :nx], X[:, nx:]).reshape(k, 2, n, nx)
+        J = (Y[:, 0] - Y[:, 1]) / (2 * eps)  # (k, n, nx): row j = d y / d input j
+        J = np.swapaxes(J, 1, 2)
+        return J[:, :, :nx], J[:, :, nx:]
+
+
+def _finite(*arrays) -> np.ndarray:
+    ok = None
+    for a in arrays:
+        r = np.all(np.isfinite(a.reshape(a.shape[0], -1)), axis=1)
+        ok = r if ok is None else ok & r
+    return ok
+
+
+def _masked_mean(values: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    if not np.any(valid):
+        return np.zeros(values.shape[1:])
+    return values[valid].mean(axis=0)
+
+
+def _least_squares(w, dy, valid, scale):
+    if not np.any(valid):
+        return np.zeros((dy.shape[1], w.shape[1]))
+    sol, *_ = np.linalg.lstsq(w[valid] / scale, dy[valid], rcond=None)
+    return (sol / scale[:, None]).T
+
+
+def _global_sigma(s: _Shared, cfg: BundleConfig, zeroth: bool) -> np.ndarray:
+    """``bcg_envs.gradients.perturbations.global_sigma`` in NumPy."""
+    pos, vel = cfg.state_sigma
+    act = pos if zeroth else 0.0
+    u = cfg.action_sigma if (cfg.action_sigma > 0 or not zeroth) else pos
+    return np.concatenate([np.full(s.nv, pos), np.full(s.nv, vel), np.full(s.na, act), np.full(s.nu, u)])
+
+
+def _sample(rng: np.random.Generator, draw: Callable[[], Tuple[np.ndarray, np.ndarray]], cfg: BundleConfig):
+    n = cfg.num_samples // 2 if cfg.antithetic else cfg.num_samples
+    pairs = [draw() for _ in range(n)]
+    dx = np.stack([p[0] for p in pairs])
+    du = np.stack([p[1] for p in pairs])
+    if cfg.antithetic:
+        dx, du = np.concatenate([dx, -dx]), np.concatenate([du, -du])
+    return dx, du
+
+
+def _contact_sampler(core: _Core, log: _ContactLog, cfg: BundleConfig, rng: np.random.Generator):
+    """Contact-local offsets (``bcg_envs.gradients.perturbations.contact_sampler``) with the
+    contact Jacobian from ``mj_jac`` at the step's start state."""
+    s = core.s
+    m, d0 = s.model, core._prev_d
+    contacts = list(log.best.values())
+    pressing = [c for c in contacts if c[0] > cfg.force_threshold]
+    active = pressing if pressing else [c for c in contacts if c[0] > 0]
+    rows = []
+    jp1, jp2 = np.zeros((3, s.nv)), np.zeros((3, s.nv))
+    for force, point, (g1, g2) in active:
+        mujoco.mj_jac(m, d0, jp1, None, point, int(s.body_of_geom[g1]))
+        mujoco.mj_jac(m, d0, jp2, None, point, int(s.body_of_geom[g2]))
+        rows.append(jp1 - jp2)
+    J = np.concatenate(rows) if rows else np.zeros((0, s.nv))
+    gram = J @ J.T + cfg.damping * np.eye(J.shape[0])
+    chain = np.any(np.abs(J) > 0, axis=0).astype(np.float64)
+    pos_sigma, vel_sigma = cfg.state_sigma
+
+    def draw():
+        dx = np.zeros(s.nx)
+        if cfg.space == "cartesian":
+            dp = pos_sigma * rng.standard_normal(J.shape[0])
+            dv = vel_sigma * rng.standard_normal(J.shape[0])
+            dx[: s.nv] = J.T @ np.linalg.solve(gram, dp) if J.shape[0] else 0.0
+            dx[s.nv : 2 * s.nv] = J.T @ np.linalg.solve(gram, dv) if J.shape[0] else 0.0
+        else:
+            dx[: s.nv] = pos_sigma * chain * rng.standard_normal(s.nv)
+            dx[s.nv : 2 * s.nv] = vel_sigma * chain * rng.standard_normal(s.nv)
+        return dx, cfg.action_sigma * rng.standard_normal(s.nu)
+
+    return draw
+
+
+def _estimate(core: _Core, f: _Transition, estimator: str, cfg: BundleConfig, log: _ContactLog, trigger: bool,
+              rng: np.random.Generator):
+    """(A, B, bundle_dropped, alpha) of one step, as ``DifferentiableStep._jacobians``."""
+    s = core.s
+    nx, nu = s.nx, s.nu
+    zx, zu = np.zeros((1, nx)), np.zeros((1, nu))
+    if estimator == "exact" or (estimator == "bcg" and not trigger):
+        A, B = f.jacobians_at(zx, zu)
+        ok = bool(_finite(A, B)[0])
+        dropped = (0 if ok else 1) if estimator == "exact" else (0 if ok else cfg.num_samples)
+        return (A[0] if ok else np.zeros((nx, nx))), (B[0] if ok else np.zeros((nx, nu))), dropped, 1.0
+    if estimator == "bcg":
+        draw = _contact_sampler(core, log, cfg, rng)
+    else:
+        sigma = _global_sigma(s, cfg, zeroth=estimator in ("zeroth", "alpha"))
+        draw = lambda: (lambda w: (w[:nx], w[nx:]))(sigma * rng.standard_normal(nx + nu))
+    dx, du = _sample(rng, draw, cfg)
+    n = dx.shape[0]
+    if estimator in ("bundle", "bcg"):
+        A_i, B_i = f.jacobians_at(dx, du)
+        valid = _finite(A_i, B_i)
+        return _masked_mean(A_i, valid), _masked_mean(B_i, valid), int(n - valid.sum()), 1.0
+    sigma = np.maximum(_global_sigma(s, cfg, zeroth=True), 1e-12)
+    Y = f(np.concatenate([zx, dx]), np.concatenate([zu, du]))
+    dy = Y[1:] - Y[:1]
+    w = np.concatenate([dx, du], 1)
+    valid = _finite(dy)
+    zeroth = _least_squares(w, np.where(valid[:, None], dy, 0.0), valid, sigma)
+    if estimator == "zeroth":
+        return zeroth[:, :nx], zeroth[:, nx:], int(n - valid.sum()), 0.0
+    # alpha: AoBG, alpha * first + (1 - alpha) * zeroth by inverse sample variance.
+    A_i, B_i = f.jacobians_at(dx, du)
+    valid = valid & _finite(A_i, B_i)
+    nv_ = max(int(valid.sum()), 1)
+    first_i = np.concatenate([A_i, B_i], axis=2)
+    first = _masked_mean(first_i, valid)
+    zeroth = _least_squares(w, np.where(valid[:, None], dy, 0.0), valid, sigma)
+    stein_i = np.where(valid[:, None], dy, 0.0)[:, :, None] * (w / sigma**2)[:, None, :]
+
+    def total_var(samples):
+        if not np.any(valid):
+            return 0.0
+        mean = samples[valid].mean(0)
+        return float(np.sum((samples[valid] - mean) ** 2) / max(nv_ - 1.0, 1.0) / nv_)
+
+    s1, s0 = total_var(first_i), total_var(stein_i)
+    alpha = s0 / (s0 + s1) if s0 + s1 > 0 else 1.0
+    AB = alpha * first + (1.0 - alpha) * zeroth
+    return AB[:, :nx], AB[:, nx:], int(n - valid.sum()), float(alpha)
+
+
+# ======================================================================================
+# Stepping (shared by the single and vector envs)
+# ======================================================================================
+def _physics(core: _Core, action: np.ndarray, estimator: str, cfg: BundleConfig, rolled=None, keep_start=False):
+    """Advance ``core.d`` by one control step (MuJoCo C), not yet refreshed or reverted.
+
+    Returns (clipped action, contact log, trigger, next bundle window, diverged,
+    (start state, start warmstart) or (None, None)).
+    """
+    s = core.s
+    clipped = np.minimum(np.maximum(action, -1.0), 1.0).astype(np.float32)
+    ctrl = s.action_map(clipped)
+    core.begin()
+    start = warm = None
+    if keep_start or rolled is not None:
+        start = np.zeros(s.nstate)
+        mujoco.mj_getState(s.model, core.d, start, _FULL)
+        warm = core.d.qacc_warmstart.copy()
+    if rolled is None:
+        log = core.substeps(ctrl)
+        time_ok = True
+    else:
+        log = core.replay(ctrl, rolled, start, warm)
+        time_ok = abs(rolled[-1, 0] - (start[0] + s.n_substeps * s.model.opt.timestep)) < 0.5 * s.model.opt.timestep
+    trig, window, _ = core.trigger(estimator, cfg, log)
+    if estimator != "bcg":
+        window = 0
+    diverged = core.diverged(time_ok)
+    return clipped, log, trig, window, diverged, (start, warm)
+
+
+def _mean_forward(core: _Core, f: _Transition, estimator: str, cfg: BundleConfig, log: _ContactLog, rng) -> None:
+    """``BundleConfig.forward == "mean"``: move the next state by the mean branch offset."""
+    s = core.s
+    if estimator == "bcg":
+        draw = _contact_sampler(core, log, cfg, rng)
+    else:
+        sigma = _global_sigma(s, cfg, zeroth=estimator in ("zeroth", "alpha"))
+        draw = lambda: (lambda w: (w[: s.nx], w[s.nx :]))(sigma * rng.standard_normal(s.nx + s.nu))
+    dx, du = _sample(rng, draw, cfg)
+    y = f(dx, du)
+    ok = _finite(y)
+    if not np.any(ok):
+        return
+    mean = y[ok].mean(0)
+    d = core.d
+    q = s.tangent.integrate(d.qpos.copy(), mean[: s.nv])[0]
+    d.qpos[:] = q
+    d.qvel[:] = d.qvel + mean[s.nv : 2 * s.nv]
+    if s.na:
+        d.act[:] = d.act + mean[2 * s.nv :]
+
+
+class _Stepper:
+    """``step``/``grad_step`` of one core (the single env, and the vector env's grad_step)."""
+
+    def __init__(self, shared: _Shared):
+        self.s = shared
+        env = shared.jax_env
+        self.default_estimator = env.estimator
+        self.default_bundle = env.bundle
+        self._configs: Dict[Optional[BundleConfig], BundleConfig] = {}
+
+    def config(self, bundle: Optional[BundleConfig]) -> BundleConfig:
+        if bundle is not None and not isinstance(bundle, BundleConfig):
+            raise ValueError(f"bundle must be a BundleConfig or None, got {type(bundle).__name__}")
+        if bundle not in self._configs:
+            self._configs[bundle] = (bundle or self.default_bundle).with_defaults(self.s.jax_env.default_force_threshold)
+        return self._configs[bundle]
+
+    def rng(self, core: _Core, cfg: BundleConfig) -> np.random.Generator:
+        """The step's perturbation generator: seeded by ``BundleConfig.seed``, the episode
+        (drawn from the env's seed at reset) and the step count."""
+        return np.random.default_rng([cfg.seed, core.episode, int(core.info["step"])])
+
+    def step(self, core: _Core, action: np.ndarray):
+        est, cfg = self.default_estimator, self.config(None)
+        mean = cfg.forward == "mean" and est != "exact"
+        clipped, log, trig, window, diverged, (start, warm) = _physics(core, action, est, cfg, keep_start=mean)
+        if mean and trig and not diverged:
+            self._mean(core, start, warm, clipped, est, cfg, log, self.rng(core, cfg))
+        prev = core.finish(diverged, log, trig, window, clipped)
+        out = core.evaluate(prev, clipped, core.leaves, core.info)
+        return core.outputs(out)
+
+    def _mean(self, core, start, warm, clipped, est, cfg, log, rng):
+        s = self.s
+        ref = np.concatenate([core.d.qpos, core.d.qvel, core.d.act])
+        f = _Transition(s, start, warm, clipped.astype(np.float64), ref)
+        self._load_prev(core, start, warm)
+        _mean_forward(core, f, est, cfg, log, rng)
+
+    def _load_prev(self, core: _Core, start, warm) -> None:
+        """``core._prev_d``: the step's start state with kinematics (for contact Jacobians)."""
+        m, d0 = self.s.model, core._prev_d
+        mujoco.mj_setState(m, d0, start, _FULL)
+        mujoco.mj_kinematics(m, d0)
+        mujoco.mj_comPos(m, d0)
+
+    def grad_step(self, core: _Core, action: np.ndarray, estimator: Optional[str], bundle: Optional[BundleConfig]):
+        s = self.s
+        est = check_estimator(estimator or self.default_estimator)
+        cfg = self.config(bundle)
+        rng = self.rng(core, cfg)
+        action = np.asarray(action, np.float32)
+        mujoco.mj_copyData(core._prev_d, s.model, core.d)  # start state, refreshed kinematics
+        prev_snapshot = core._prev_d
+        clipped, log, trig, window, diverged, (start, warm) = _physics(core, action, est, cfg, keep_start=True)
+        nx, nu = s.nx, s.nu
+        if diverged:
+            prev = core.finish(True, log, trig, window, clipped)
+            out = core.evaluate(prev, clipped, core.leaves, core.info)
+            res = core.outputs(out)
+            jac = Jacobians(np.zeros((nx, nx)), np.zeros((nx, nu)), np.zeros(nx), np.zeros(nu), np.zeros((s.program.nobs, nx)))
+            core.info["bundle_dropped"] = 0
+            core.info["bundle_alpha"] = 1.0
+            return res, jac
+        ref = np.concatenate([core.d.qpos, core.d.qvel, core.d.act])
+        f = _Transition(s, start, warm, clipped.astype(np.float64), ref)
+        if cfg.forward == "mean" and est != "exact" and trig:
+            # The same branches as the Jacobians below (a generator with the same seed).
+            _mean_forward(core, f, est, cfg, log, self.rng(core, cfg))
+        A, B, dropped, alpha = _estimate(core, f, est, cfg, log, trig, rng)
+        in_box = (np.abs(action) <= 1.0).astype(np.float64)
+        B = B * in_box[None, :]
+        prev = core.finish(False, log, trig, window, clipped)
+        out = core.evaluate(prev, clipped, core.leaves, core.info)
+        result = core.outputs(out)
+        r_x, r_a, C = self._task_jacobians(core, prev_snapshot, action, A, B)
+        core.info["bundle_dropped"] = int(dropped)
+        core.info["bundle_alpha"] = float(np.float32(alpha))
+        jac = Jacobians(A, B, r_x, r_a, C)
+        return result, jac
+
+    def _task_jacobians(self, core: _Core, d0: mujoco.MjData, action: np.ndarray, A, B):
+        """r_x = g0 + A^T g1, r_a = ga + B^T g1 and C = d obs / d x1 (as ``MjxEnv.grad_step``).
+
+        The task functions see a state only through the ``mjx.Data`` leaves they read, so
+        each derivative is (d task / d leaves) (d leaves / d x): the first by forward-mode
+        autodiff of the shared (float32) task functions at the packed inputs, the second
+        by central differences (float64) of MuJoCo C's kinematics at the start state
+        ``d0`` and the end state. Central differences of the float32 task functions
+        themselves would need steps ~1e-3 to stay above rounding noise.
+        """
+        s = self.s
+        p = s.program
+        m = s.model
+        nx, nv = s.nx, s.nv
+        eps = KIN_FD_EPS
+        info = dict(core.info)
+        info["truncated"] = info["step"] >= s.episode_length
+        prev0 = p.read(d0)
+        next0 = core.leaves
+
+        def leaf_jacobian(base: mujoco.MjData, which: str) -> np.ndarray:
+            """d fvec / d x (nf, nx) through the leaves of ``which`` ("prev" / "data")."""
+            scratch = core._scratch
+            mujoco.mj_copyData(scratch, m, base)
+            q0, v0, a0 = base.qpos.copy(), base.qvel.copy(), base.act.copy()
+            cols = []
+            for sign in (1.0, -1.0):
+                rows = []
+                for j in range(nx):
+                    dx = np.zeros(nx)
+                    dx[j] = sign * eps
+                    scratch.qpos[:] = s.tangent.integrate(q0, dx[:nv])[0]
+                    scratch.qvel[:] = v0 + dx[nv : 2 * nv]
+                    if s.na:
+                        scratch.act[:] = a0 + dx[2 * nv :]
+                    mujoco.mj_kinematics(m, scratch)
+                    mujoco.mj_comPos(m, scratch)
+                    leaves = p.read(scratch)
+                    args = (leaves, action, next0) if which == "prev" else (prev0, action, leaves)
+                    rows.append(p.pack(args[0], args[1], args[2], info, np.float64)[0])
+                cols.append(np.stack(rows, axis=1))
+            return (cols[0] - cols[1]) / (2 * eps)
+
+        fvec, ivec = p.pack(prev0, action, next0, info)
+        J = p.jacobian(fvec, ivec)  # (nout, nf)
+        dr, dobs = J[p.nobs], J[: p.nobs]
+        F0 = leaf_jacobian(d0, "prev")
+        F1 = leaf_jacobian(core.d, "data")
+        g0 = dr @ F0
+        g1 = dr @ F1
+        ga = dr[p.span("action")]
+        C = dobs @ F1
+        return g0 + A.T @ g1, ga + B.T @ g1, C

@@ -1,0 +1,347 @@
+"""One environment on MuJoCo C: action map, contact log, tangent coordinates, the shared
+model and rollout, and the per-env core (state, substeps, divergence, task outputs)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Dict, Optional, Tuple
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+from mujoco import rollout as mj_rollout
+
+from bcg_envs.envs.base import MAX_QVEL, MjxEnv
+from bcg_envs.gradients.config import BundleConfig
+from bcg_envs.mujoco_backend.task_program import _TaskProgram
+from bcg_envs.registry import make_jax
+
+
+
+#: Step of the central differences of the control step (tangent coordinates, action).
+FD_EPS = 1e-6
+#: Step of the central differences of the C kinematics behind r_x and C.
+KIN_FD_EPS = 1e-6
+
+_FULL = mujoco.mjtState.mjSTATE_FULLPHYSICS
+_INTEGRATION = mujoco.mjtState.mjSTATE_INTEGRATION
+_BAD = sorted(int(w) for w in (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL))
+assert _BAD == list(range(_BAD[0], _BAD[0] + 3))
+_BAD_SLICE = slice(_BAD[0], _BAD[0] + 3)
+
+
+def _default_threads() -> int:
+    try:
+        n = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - platforms without affinity
+        n = os.cpu_count() or 1
+    return 0 if n <= 1 else min(n, 8)
+
+
+
+
+# ======================================================================================
+# Action map
+# ======================================================================================
+class _ActionMap:
+    """``action_to_ctrl`` in NumPy: ``c + M a`` when the task's map is affine (checked at
+    random points), otherwise the jitted JAX function."""
+
+    def __init__(self, jax_env: MjxEnv, nu: int):
+        f = jax.jit(jax_env.action_to_ctrl)
+        zero = np.zeros(nu, np.float32)
+        c = np.asarray(f(zero), np.float64)
+        M = np.asarray(jax.jacfwd(jax_env.action_to_ctrl)(zero), np.float64).reshape(c.size, nu)
+        rng = np.random.default_rng(0)
+        affine = True
+        for _ in range(4):
+            a = rng.uniform(-1, 1, nu).astype(np.float32)
+            ref = np.asarray(f(a), np.float64)
+            if not np.allclose(ref, c + M @ a, rtol=1e-5, atol=1e-6 * (1 + np.abs(ref).max())):
+                affine = False
+        self.c, self.M, self.affine, self._f = c, M, affine, f
+
+    def __call__(self, action: np.ndarray) -> np.ndarray:
+        if self.affine:
+            return self.c + np.asarray(action, np.float64) @ self.M.T
+        if np.ndim(action) == 2:
+            return np.asarray(jax.vmap(self._f)(np.asarray(action, np.float32)), np.float64)
+        return np.asarray(self._f(np.asarray(action, np.float32)), np.float64)
+
+
+# ======================================================================================
+# Contacts and tangent coordinates
+# ======================================================================================
+class _ContactLog:
+    """Largest normal force of each contact over a control step's substeps (MuJoCo's
+    ``mj_contactForce``), with the contact point and geoms at that substep. Contacts are
+    keyed by geom pair and rank within the pair (MJX keys them by collision slot)."""
+
+    __slots__ = ("best", "_buf", "max_force")
+
+    def __init__(self):
+        self.best: Dict[tuple, list] = {}
+        self._buf = np.zeros(6)
+        self.max_force = 0.0
+
+    def record(self, m: mujoco.MjModel, d: mujoco.MjData) -> None:
+        n = d.ncon
+        if not n:
+            return
+        con = d.contact
+        adr, geom, pos = con.efc_address, con.geom, con.pos
+        seen: Dict[tuple, int] = {}
+        for i in range(n):
+            if adr[i] < 0:
+                continue
+            pair = (int(geom[i, 0]), int(geom[i, 1]))
+            rank = seen.get(pair, 0)
+            seen[pair] = rank + 1
+            mujoco.mj_contactForce(m, d, i, self._buf)
+            force = float(self._buf[0])
+            key = pair + (rank,)
+            old = self.best.get(key)
+            if old is None or force > old[0]:
+                self.best[key] = [force, pos[i].copy(), pair]
+            if force > self.max_force:
+                self.max_force = force
+
+
+class _Tangent:
+    """NumPy twin of ``bcg_envs.physics.tangent`` via ``mj_integratePos``/``mj_differentiatePos``."""
+
+    def __init__(self, model: mujoco.MjModel):
+        self.m = model
+        self.quat = bool(np.any(np.isin(model.jnt_type, [mujoco.mjtJoint.mjJNT_FREE, mujoco.mjtJoint.mjJNT_BALL])))
+        self.nq, self.nv = int(model.nq), int(model.nv)
+
+    def integrate(self, qpos: np.ndarray, dq: np.ndarray) -> np.ndarray:
+        """qpos (+) dq for a batch of displacements (k, nv) -> (k, nq)."""
+        dq = np.atleast_2d(dq)
+        if not self.quat:
+            return qpos[None, :] + dq
+        out = np.tile(qpos, (dq.shape[0], 1))
+        for row, v in zip(out, dq):
+            mujoco.mj_integratePos(self.m, row, v, 1.0)
+        return out
+
+    def difference(self, qpos: np.ndarray, ref: np.ndarray) -> np.ndarray:
+        """qpos (-) ref for a batch (k, nq) -> (k, nv)."""
+        qpos = np.atleast_2d(qpos)
+        if not self.quat:
+            return qpos - ref[None, :]
+        out = np.zeros((qpos.shape[0], self.nv))
+        for row, q in zip(out, qpos):
+            mujoco.mj_differentiatePos(self.m, row, 1.0, ref, q)
+        return out
+
+
+# ======================================================================================
+# One environment on MuJoCo C
+# ======================================================================================
+class _Shared:
+    """Everything the environments of one task share: model, program, maps, threads."""
+
+    def __init__(self, env_name: str, env_kwargs: Dict[str, Any], nthread: Optional[int] = None):
+        self.jax_env: MjxEnv = make_jax(env_name, **env_kwargs)
+        env = self.jax_env
+        self.model: mujoco.MjModel = env.mj_model
+        m = self.model
+        self.n_substeps = int(env.physics.n_substeps)
+        self.nq, self.nv, self.na, self.nu = int(m.nq), int(m.nv), int(m.na), int(m.nu)
+        self.nx = 2 * self.nv + self.na
+        self.program = _TaskProgram(env, m)
+        self.action_map = _ActionMap(env, self.nu)
+        self.tangent = _Tangent(m)
+        self.nstate = mujoco.mj_stateSize(m, _FULL)
+        self.nint = mujoco.mj_stateSize(m, _INTEGRATION)
+        below = lambda bit: mujoco.mj_stateSize(m, int(_FULL) & (int(bit) - 1))
+        S = mujoco.mjtState
+        self.off_qpos, self.off_qvel, self.off_act = below(S.mjSTATE_QPOS), below(S.mjSTATE_QVEL), below(S.mjSTATE_ACT)
+        self.nthread = _default_threads() if nthread is None else nthread
+        self.rollout = mj_rollout.Rollout(nthread=self.nthread)
+        self._rollout_data = [mujoco.MjData(m) for _ in range(max(self.nthread, 1))]
+        self.reset_fn = jax.jit(self._reset)
+        self.reset_batch = jax.jit(jax.vmap(self._reset))
+        self.body_of_geom = np.asarray(m.geom_bodyid)
+        self.metric_keys = self.program.metric_keys
+        self.episode_length = int(env.episode_length)
+        self.info_dtypes = {k: dt for k, (_, dt) in self.program._info_avals.items()}
+        self.info_dtypes.update({k: np.float32 for k in self.metric_keys})
+        self.info_dtypes.update(bundle_dropped=np.int32, bundle_alpha=np.float32)
+
+    def _reset(self, key):
+        rng, k = jax.random.split(key)
+        qpos, qvel, task_info = self.jax_env.initial_state(k)
+        return jnp.asarray(qpos, jnp.float32), jnp.asarray(qvel, jnp.float32), task_info
+
+    def close(self):
+        if self.rollout is not None:
+            self.rollout.close()
+            self.rollout = None
+
+    def run_rollout(self, states: np.ndarray, ctrl: np.ndarray, warmstart: np.ndarray) -> np.ndarray:
+        """Roll every (state, ctrl) for one control step: (k, n_substeps, nstate)."""
+        out, _ = self.rollout.rollout(
+            self.model, self._rollout_data, states, ctrl[:, None, :], nstep=self.n_substeps,
+            initial_warmstart=np.atleast_2d(warmstart),
+        )
+        return out
+
+    def state_parts(self, states: np.ndarray):
+        o = self.off_qpos, self.off_qvel, self.off_act
+        return (states[..., o[0] : o[0] + self.nq], states[..., o[1] : o[1] + self.nv], states[..., o[2] : o[2] + self.na])
+
+    def new_info(self, task_info: Dict[str, np.ndarray]) -> Dict[str, Any]:
+        """Host-side task info (Python scalars, NumPy arrays), the keys of ``state_from``."""
+        info = {"step": 0, "bundle_window": 0, "bundled": False, "sim_diverged": False, "truncated": False,
+                "max_contact_force": 0.0, "bundle_dropped": 0, "bundle_alpha": 1.0}
+        for k, v in task_info.items():
+            v = np.asarray(v)
+            info[k] = v.item() if v.ndim == 0 else v
+        return info
+
+
+class _Core:
+    """One environment: a C ``MjData``, its task info and its last reward metrics."""
+
+    def __init__(self, shared: _Shared):
+        self.s = shared
+        m = shared.model
+        self.d = mujoco.MjData(m)
+        self._snap = np.zeros(shared.nint)
+        self._prev_d = mujoco.MjData(m)
+        self._scratch = mujoco.MjData(m)
+        self.info: Optional[Dict[str, Any]] = None
+        self.metrics: Dict[str, np.float32] = {}
+        self.leaves: Dict[int, np.ndarray] = {}
+        self.obs: Optional[np.ndarray] = None
+        self.episode = 0
+
+    # ----- state ---------------------------------------------------------------------------
+    def load(self, qpos, qvel, act, info: Dict[str, Any]) -> None:
+        """Fresh data at (qpos, qvel, act), as ``MjxEnv.state_from`` (ctrl, time, warmstart 0)."""
+        m, d = self.s.model, self.d
+        mujoco.mj_resetData(m, d)
+        d.qpos[:] = qpos
+        d.qvel[:] = qvel
+        if self.s.na and act is not None:
+            d.act[:] = act
+        mujoco.mj_forward(m, d)
+        self.info = info
+        self.metrics = {k: 0.0 for k in self.s.metric_keys}
+        self.leaves = self.s.program.read(d)
+
+    def reset_outputs(self) -> np.ndarray:
+        """Observation of the current state (``state_from``)."""
+        out = self.evaluate(self.leaves, np.zeros(self.s.nu, np.float32), self.leaves, self.info)
+        obs, *_ = self.s.program.unpack(out)
+        self.obs = obs
+        return obs
+
+    def evaluate(self, prev, action, data, info) -> np.ndarray:
+        p = self.s.program
+        return p(*p.pack(prev, action, data, info))
+
+    def get_state(self):
+        d = self.d
+        return d.qpos.copy(), d.qvel.copy(), d.act.copy()
+
+    def info_dict(self) -> Dict[str, Any]:
+        """A fresh info dict (arrays copied: callers may keep or modify it)."""
+        out = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in self.info.items()}
+        out.update(self.metrics)
+        return out
+
+    # ----- physics ------------------------------------------------------------------------
+    def begin(self) -> None:
+        mujoco.mj_getState(self.s.model, self.d, self._snap, _INTEGRATION)
+        self._warn = self.d.warning.number[_BAD_SLICE].tolist()
+
+    def substeps(self, ctrl: np.ndarray) -> _ContactLog:
+        m, d = self.s.model, self.d
+        d.ctrl[:] = ctrl
+        log = _ContactLog()
+        for _ in range(self.s.n_substeps):
+            mujoco.mj_step(m, d)
+            log.record(m, d)
+        return log
+
+    def replay(self, ctrl: np.ndarray, states: np.ndarray, start: np.ndarray, warmstart: np.ndarray) -> _ContactLog:
+        """Contact forces of a rolled-out step (``rollout`` returns states only).
+
+        Each substep's start state is rechecked for contacts (``mj_kinematics`` +
+        ``mj_collision``, exact: same state, same contacts); only substeps with contacts,
+        and the last one, rerun ``mj_forward`` (with the previous replayed ``qacc`` as
+        warmstart, so forces match the rollout's to the solver tolerance). ``d`` ends at
+        the rolled-out state holding the last substep's contacts and constraint forces,
+        as after ``mj_step``, and its ``qacc_warmstart`` seeds the next rollout.
+        """
+        m, d, s = self.s.model, self.d, self.s
+        log = _ContactLog()
+        d.ctrl[:] = ctrl
+        warm = warmstart
+        last = s.n_substeps - 1
+        for k in range(s.n_substeps):
+            mujoco.mj_setState(m, d, start if k == 0 else states[k - 1], _FULL)
+            if k < last:
+                mujoco.mj_kinematics(m, d)
+                mujoco.mj_collision(m, d)
+                if not d.ncon:
+                    continue
+            d.qacc_warmstart[:] = warm
+            mujoco.mj_forward(m, d)
+            log.record(m, d)
+            warm = d.qacc.copy()
+        # d holds the last substep's forward pass; move it to the rolled-out end state.
+        mujoco.mj_setState(m, d, states[-1], _FULL)
+        d.qacc_warmstart[:] = warm
+        return log
+
+    def diverged(self, rolled_time_ok: bool = True) -> bool:
+        d = self.d
+        # MuJoCo resets the data (and warns) on a non-finite or huge state, so the
+        # warning counters catch what the state check alone would miss.
+        warned = d.warning.number[_BAD_SLICE].tolist() != self._warn
+        vmax = np.abs(d.qvel).max() if d.qvel.size else 0.0
+        return bool(warned or not rolled_time_ok or not np.isfinite(d.qpos.sum()) or not vmax < MAX_QVEL)
+
+    def finish(self, diverged: bool, log: _ContactLog, trigger: bool, window: int, clipped) -> Dict[int, np.ndarray]:
+        """Revert or refresh after the physics; update info; returns the prev leaves."""
+        m, d = self.s.model, self.d
+        prev = self.leaves
+        if diverged:
+            mujoco.mj_setState(m, d, self._snap, _INTEGRATION)
+            mujoco.mj_forward(m, d)
+            d.warning.number[_BAD_SLICE] = self._warn
+        else:
+            mujoco.mj_kinematics(m, d)
+            mujoco.mj_comPos(m, d)
+            self.leaves = self.s.program.read(d)
+        info = self.info
+        info["step"] += 1
+        info["bundle_window"] = int(window)
+        info["bundled"] = bool(trigger)
+        info["sim_diverged"] = bool(diverged)
+        info["max_contact_force"] = float(np.float32(log.max_force))
+        info["bundle_dropped"], info["bundle_alpha"] = 0, 1.0  # grad_step overwrites them
+        return prev
+
+    def outputs(self, out: np.ndarray):
+        obs, reward, done, metrics = self.s.program.unpack(out)
+        self.obs = obs
+        self.metrics = metrics
+        self.info["truncated"] = self.info["step"] >= self.s.episode_length
+        truncated = self.info["truncated"] and not done
+        return obs, reward, done, truncated
+
+    # ----- trigger logic (``DifferentiableStep._trigger`` / ``_next_window``) ------------
+    def trigger(self, estimator: str, cfg: BundleConfig, log: _ContactLog) -> Tuple[bool, int, bool]:
+        window = int(self.info["bundle_window"])
+        pressing = log.max_force > cfg.force_threshold
+        if estimator == "bcg":
+            trig = bool(pressing or window > 0)
+            nxt = cfg.horizon - 1 if pressing else max(window - 1, 0)
+            return trig, nxt, pressing
+        return estimator != "exact", 0, pressing

@@ -1,0 +1,297 @@
+"""Task logic on C data: the task's JAX functions, compiled once over the ``mjx.Data``
+leaves they read, and the copies of those leaves from a C ``MjData``."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, List
+
+import jax
+import jax.numpy as jnp
+import mujoco
+import numpy as np
+from mujoco import mjx
+
+from bcg_envs.envs.base import MjxEnv
+from bcg_envs.gym import OBS_BOUND
+
+#: 1-D constraint arrays that ``mjx.put_data`` reorders into MJX's efc layout.
+_EFC_1D = ("efc_pos", "efc_margin", "efc_frictionloss", "efc_D", "efc_aref", "efc_force")
+
+
+# ======================================================================================
+# Task logic: the JAX functions, compiled once over the leaves they read
+# ======================================================================================
+def _live_inputs(jaxpr) -> List[bool]:
+    """Which inputs of ``jaxpr`` reach an output (conservative through sub-jaxprs)."""
+    from jax.extend.core import Var
+
+    live = {v for v in jaxpr.outvars if isinstance(v, Var)}
+    for eqn in reversed(jaxpr.eqns):
+        if eqn.effects or any(v in live for v in eqn.outvars):
+            live.update(v for v in eqn.invars if isinstance(v, Var))
+    return [v in live for v in jaxpr.invars]
+
+
+class _Leaf:
+    """One input leaf of the task program and how to read it from a C ``MjData``."""
+
+    def __init__(self, path: str, shape: tuple, dtype, kind: str, source=None):
+        self.path, self.shape, self.dtype, self.kind, self.source = path, shape, np.dtype(dtype), kind, source
+        self.size = int(np.prod(shape, dtype=np.int64))
+        self.integer = not np.issubdtype(self.dtype, np.floating)
+
+
+class _ContactLayout:
+    """``mjx.put_data``'s placement of C contacts and constraint rows into MJX slots."""
+
+    def __init__(self, model: mujoco.MjModel):
+        from mujoco.mjx._src import collision_driver, constraint, types
+
+        dim = collision_driver.make_condim(model, impl=types.Impl.JAX)
+        efc_type = constraint.make_efc_type(model, dim)
+        self.efc_address = np.asarray(constraint.make_efc_address(model, dim, efc_type))
+        self.ne, self.nf, self.nl, self.nc = constraint.counts(efc_type)
+        self.nefc = self.ne + self.nf + self.nl + self.nc
+        self.dim = np.asarray(dim)
+        self.slots = {int(v): np.flatnonzero(self.dim == v) for v in np.unique(self.dim)}
+        self.pyramidal = model.opt.cone == mujoco.mjtCone.mjCONE_PYRAMIDAL
+
+    def contact_map(self, d: mujoco.MjData) -> np.ndarray:
+        """slot -> C contact index (-1: empty), as ``mjx._src.io._put_contact``."""
+        cmap = -np.ones(self.dim.size, np.int64)
+        if d.ncon:
+            cdim = d.contact.dim[: d.ncon]
+            for v, slots in self.slots.items():
+                idx = np.flatnonzero(cdim == v)
+                if idx.size > slots.size:
+                    raise ValueError(f"unable to place {idx.size} contacts of condim {v} in {slots.size} MJX slots")
+                cmap[slots[: idx.size]] = idx
+            if np.sum(cmap >= 0) != d.ncon:
+                raise ValueError("contact of a condim MJX does not allocate")
+        return cmap
+
+    def contact_field(self, d: mujoco.MjData, name: str, shape, cmap) -> np.ndarray:
+        if name == "dim":
+            return self.dim.reshape(shape)
+        if name == "efc_address":
+            return self.efc_address.reshape(shape)
+        out = np.zeros(shape)
+        if name == "dist":
+            out[:] = 1e10
+        on = cmap >= 0
+        if np.any(on):
+            src = np.asarray(getattr(d.contact, name))[cmap[on]]
+            out[on] = src.reshape((-1,) + tuple(shape[1:]))
+        return out
+
+    def efc_field(self, d: mujoco.MjData, name: str, cmap) -> np.ndarray:
+        src = np.asarray(getattr(d, name))
+        out = np.zeros(self.nefc)
+        dst_beg, src_beg = 0, 0
+        for size_mjx, size_c in ((self.ne, d.ne), (self.nf, d.nf), (self.nl, d.nl)):
+            out[dst_beg : dst_beg + size_c] = src[src_beg : src_beg + size_c]
+            dst_beg, src_beg = dst_beg + size_mjx, src_beg + size_c
+        if d.ncon:
+            c_adr = d.contact.efc_address
+            for slot, ci in enumerate(cmap):
+                if ci < 0 or c_adr[ci] < 0:
+                    continue
+                rows = int(self.dim[slot])
+                if rows > 1 and self.pyramidal:
+                    rows = 2 * (rows - 1)
+                o = self.efc_address[slot]
+                out[o : o + rows] = src[c_adr[ci] : c_adr[ci] + rows]
+        return out
+
+
+class _TaskProgram:
+    """``(prev, action, data, info) -> (obs, reward, done, weighted terms)``, jitted once.
+
+    Mirrors ``MjxEnv._step`` after the physics: the reward sees ``info`` as given (step
+    already advanced) and is zeroed on divergence; ``terminated`` and ``observe`` see
+    ``truncated = step >= episode_length``; ``done = diverged | terminated``.
+    Inputs travel as one float and one int vector holding only the leaves it reads.
+    """
+
+    def __init__(self, jax_env: MjxEnv, model: mujoco.MjModel):
+        self.env = jax_env
+        self.model = model
+        d = mujoco.MjData(model)
+        mujoco.mj_forward(model, d)
+        template = mjx.put_data(model, d)
+        flat, self._treedef = jax.tree_util.tree_flatten_with_path(template)
+        self._paths = [jax.tree_util.keystr(p) for p, _ in flat]
+        self._avals = [(tuple(x.shape), np.dtype(x.dtype)) for _, x in flat]
+        info_spec = jax.eval_shape(jax_env.reset, jax.random.PRNGKey(0)).info
+        self.info_keys = [k for k in info_spec if k != "rng"]
+        self._info_avals = {k: (tuple(info_spec[k].shape), np.dtype(info_spec[k].dtype)) for k in self.info_keys}
+        self.metric_keys = [f"reward/{k}" for k in jax_env.config["reward_weights"]]
+        self.nu = int(model.nu)
+        self.nobs = int(jax_env.observation_size)
+
+        # Which leaves do the task functions read?
+        n = len(self._paths)
+        specs = [jax.ShapeDtypeStruct(s, t) for s, t in self._avals]
+        info_specs = {k: jax.ShapeDtypeStruct(*self._info_avals[k]) for k in self.info_keys}
+        closed = jax.make_jaxpr(self._task)(specs, jax.ShapeDtypeStruct((self.nu,), np.float32), specs, info_specs)
+        live = _live_inputs(closed.jaxpr)
+        info_order = sorted(self.info_keys)  # dict flattening order
+        self.prev_used = [i for i in range(n) if live[i]]
+        self.data_used = [i for i in range(n) if live[n + 1 + i]]
+        self.info_used = [k for k, on in zip(info_order, live[2 * n + 1 :]) if on]
+
+        self._layout = _ContactLayout(model)
+        used = sorted(set(self.prev_used) | set(self.data_used))
+        probe = mujoco.MjData(model)
+        self.leaves: Dict[int, _Leaf] = {i: self._make_leaf(i, probe) for i in used}
+        self.slow = [self.leaves[i].path for i in used if self.leaves[i].kind == "slow"]
+        self._needs_cmap = any(self.leaves[i].kind in ("contact", "efc") for i in used)
+
+        # Packed layout: [prev leaves, action, data leaves, info entries], float / int.
+        entries = [("prev", i, self.leaves[i].shape, self.leaves[i].integer) for i in self.prev_used]
+        entries.append(("action", None, (self.nu,), False))
+        entries += [("data", i, self.leaves[i].shape, self.leaves[i].integer) for i in self.data_used]
+        for k in self.info_used:
+            shape, dtype = self._info_avals[k]
+            entries.append(("info", k, shape, not np.issubdtype(dtype, np.floating)))
+        self._entries = []
+        nf = ni = 0
+        for group, key, shape, integer in entries:
+            size = int(np.prod(shape, dtype=np.int64))
+            if integer:
+                self._entries.append((group, key, shape, True, ni, size))
+                ni += size
+            else:
+                self._entries.append((group, key, shape, False, nf, size))
+                nf += size
+        self.nf, self.ni = nf, ni
+        groups = {"prev": 0, "data": 1, "info": 2, "action": 3}
+        # flat: entries of more than one axis are raveled when packed
+        self._slots = [(groups[g], k, integer, off, off + size, len(shape) > 1) for g, k, shape, integer, off, size in self._entries]
+        self.nout = self.nobs + 2 + len(self.metric_keys)
+        self._fns: Dict[tuple, Callable] = {}
+
+    # ----- the traced function ------------------------------------------------------------
+    def _task(self, prev_leaves, action, data_leaves, info):
+        env = self.env
+        prev = jax.tree_util.tree_unflatten(self._treedef, prev_leaves)
+        data = jax.tree_util.tree_unflatten(self._treedef, data_leaves)
+        diverged = info["sim_diverged"]
+        action = jnp.clip(action, -1.0, 1.0)
+        reward, weighted = env.reward(prev, action, data, info)
+        reward = jnp.where(diverged, 0.0, reward)
+        info = dict(info)
+        info["truncated"] = info["step"] >= env.episode_length
+        done = diverged | env.terminated(data, info)
+        obs = env.observe(data, info)
+        return obs, reward, done, weighted
+
+    def _packed(self, fvec, ivec):
+        leaves: Dict[str, Dict[Any, Any]] = {"prev": {}, "data": {}, "info": {}, "action": {}}
+        fdt = fvec.dtype
+        for group, key, shape, integer, off, size in self._entries:
+            src = ivec if integer else fvec
+            leaves[group][key] = src[off : off + size].reshape(shape)
+        action = leaves["action"][None]
+
+        def rebuild(group):
+            out = []
+            for i, (shape, dtype) in enumerate(self._avals):
+                if i in leaves[group]:
+                    out.append(leaves[group][i].astype(dtype if np.issubdtype(dtype, np.integer) or dtype == bool else fdt))
+                else:
+                    out.append(jnp.zeros(shape, dtype if not np.issubdtype(dtype, np.floating) else fdt))
+            return out
+
+        info = {}
+        for k in self.info_keys:
+            shape, dtype = self._info_avals[k]
+            if k in leaves["info"]:
+                v = leaves["info"][k]
+                info[k] = v.astype(dtype) if not np.issubdtype(dtype, np.floating) else v
+            else:
+                info[k] = jnp.zeros(shape, dtype if not np.issubdtype(dtype, np.floating) else fdt)
+        obs, reward, done, weighted = self._task(rebuild("prev"), action, rebuild("data"), info)
+        parts = [jnp.ravel(obs).astype(fdt), jnp.reshape(reward, (1,)).astype(fdt), jnp.reshape(done, (1,)).astype(fdt)]
+        parts += [jnp.reshape(weighted[k.split("/", 1)[1]], (1,)).astype(fdt) for k in self.metric_keys]
+        return jnp.concatenate(parts)
+
+    def function(self, batched: bool = False):
+        """The jitted packed program ``(fvec, ivec) -> out``, optionally vmapped."""
+        if batched not in self._fns:
+            self._fns[batched] = jax.jit(jax.vmap(self._packed) if batched else self._packed)
+        return self._fns[batched]
+
+    def __call__(self, fvec, ivec, batched=False) -> np.ndarray:
+        return np.asarray(self.function(batched)(fvec, ivec))
+
+    def jacobian(self, fvec, ivec) -> np.ndarray:
+        """d out / d fvec (forward mode through the task functions), (nout, nf)."""
+        if "jac" not in self._fns:
+            self._fns["jac"] = jax.jit(jax.jacfwd(self._packed))
+        return np.asarray(self._fns["jac"](fvec, ivec), np.float64)
+
+    def span(self, group: str, key=None) -> slice:
+        """Where an input entry lives in the float vector."""
+        for g, k, _, integer, off, size in self._entries:
+            if g == group and k == key and not integer:
+                return slice(off, off + size)
+        return slice(0, 0)
+
+    # ----- reading leaves from MuJoCo C ---------------------------------------------------
+    def _make_leaf(self, i: int, probe: mujoco.MjData) -> _Leaf:
+        path = self._paths[i]
+        shape, dtype = self._avals[i]
+        size = int(np.prod(shape, dtype=np.int64))
+        parts = path.lstrip(".").split(".")
+        if parts[0] != "_impl" and len(parts) == 1 and hasattr(probe, parts[0]):
+            if np.asarray(getattr(probe, parts[0])).size == size:
+                return _Leaf(path, shape, dtype, "public", parts[0])
+        if parts[:2] == ["_impl", "contact"] and len(parts) == 3 and hasattr(probe.contact, parts[2]):
+            return _Leaf(path, shape, dtype, "contact", parts[2])
+        if len(parts) == 2 and parts[0] == "_impl" and parts[1] in _EFC_1D:
+            return _Leaf(path, shape, dtype, "efc", parts[1])
+        return _Leaf(path, shape, dtype, "slow", None)
+
+    def read(self, d: mujoco.MjData) -> Dict[int, np.ndarray]:
+        """The used leaves of ``d`` (after kinematics), as float64 / int arrays."""
+        out: Dict[int, np.ndarray] = {}
+        cmap = self._layout.contact_map(d) if self._needs_cmap else None
+        slow = None
+        for i, leaf in self.leaves.items():
+            if leaf.kind == "public":
+                v = np.array(getattr(d, leaf.source), dtype=np.float64 if not leaf.integer else np.int64).reshape(leaf.shape)
+            elif leaf.kind == "contact":
+                v = self._layout.contact_field(d, leaf.source, leaf.shape, cmap)
+            elif leaf.kind == "efc":
+                v = self._layout.efc_field(d, leaf.source, cmap)
+            else:
+                if slow is None:
+                    slow = jax.tree_util.tree_leaves(mjx.put_data(self.model, d))
+                v = np.asarray(slow[i])
+            out[i] = v
+        return out
+
+    def pack(self, prev: Dict[int, np.ndarray], action, data: Dict[int, np.ndarray], info: Dict[str, Any], fdtype=np.float32):
+        """The program's (float, int) input vectors."""
+        fvec = np.empty(self.nf, fdtype)
+        ivec = np.empty(self.ni, np.int32)
+        src = (prev, data, info, {None: action})
+        for g, key, integer, lo, hi, flat in self._slots:
+            v = src[g][key]
+            (ivec if integer else fvec)[lo:hi] = v.reshape(-1) if flat else v
+        return fvec, ivec
+
+    def unpack(self, out: np.ndarray):
+        """obs (float32), reward, done, weighted terms: Python scalars for one output,
+        arrays for a batch."""
+        obs = out[..., : self.nobs].astype(np.float32)
+        np.minimum(obs, OBS_BOUND, out=obs)
+        np.maximum(obs, -OBS_BOUND, out=obs)
+        if out.ndim == 1:
+            rest = out[self.nobs :].tolist()
+            return obs, rest[0], rest[1] > 0.5, dict(zip(self.metric_keys, rest[2:]))
+        reward = out[:, self.nobs].astype(np.float32)
+        done = out[:, self.nobs + 1] > 0.5
+        metrics = {k: out[:, self.nobs + 2 + j].astype(np.float32) for j, k in enumerate(self.metric_keys)}
+        return obs, reward, done, metrics
