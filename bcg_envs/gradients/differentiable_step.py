@@ -66,12 +66,9 @@ class DifferentiableStep:
         object.__setattr__(self, "_body_of_geom", np.asarray(m.geom_bodyid, np.int32))
         # Jitted once per instance: JAX caches the traced jaxpr, so the repeated traces
         # that reverse-mode scans and custom_vjp make of these are nearly free.
-        if self.estimator == "bcg":
-            step_jacobians = jax.custom_batching.custom_vmap(self._bcg_jacobians)
-            step_jacobians.def_vmap(self._bcg_jacobians_batched)
-        else:
-            step_jacobians = self._jacobians
-        object.__setattr__(self, "_step_jacobians", step_jacobians)
+        bcg_step_jacobians = jax.custom_batching.custom_vmap(self._bcg_jacobians)
+        bcg_step_jacobians.def_vmap(self._bcg_jacobians_batched)
+        object.__setattr__(self, "_bcg_step_jacobians", bcg_step_jacobians)
         object.__setattr__(self, "forward", jax.jit(self._forward))
         object.__setattr__(self, "jacobians", jax.jit(self._jacobians_at))
         object.__setattr__(self, "_vjp_step", self._build_vjp_step())
@@ -102,7 +99,7 @@ class DifferentiableStep:
         return f
 
     # ----- estimators ----------------------------------------------------------------
-    def _offsets(self, data0, action, key, contact, trigger):
+    def _offsets(self, data0, action, key, contact):
         """Bundle offsets for this step's estimator, shape (B, nx) and (B, nu)."""
         cfg = self.config
         if self.estimator == "bcg":
@@ -120,11 +117,11 @@ class DifferentiableStep:
     def _sigma(self):
         return global_sigma(self.nv, self.na, self.nu, self.config, zeroth=True)
 
-    def _jacobians(self, data0, action, key, contact, trigger, next_data):
+    def _jacobians(self, data0, action, key, contact, next_data):
         f = self.transition(data0, action, next_data)
         if self.estimator == "exact":
             return estimators.exact(f, self.nx, self.nu)
-        dx, du = self._offsets(data0, action, key, contact, trigger)
+        dx, du = self._offsets(data0, action, key, contact)
         if self.estimator == "zeroth":
             return estimators.zeroth_order_bundle(f, dx, du, self._sigma())
         if self.estimator == "alpha":
@@ -138,7 +135,7 @@ class DifferentiableStep:
         """Exact Jacobians, or the contact bundle where this step triggered."""
         return jax.lax.cond(
             trigger,
-            lambda: self._jacobians(data0, action, key, contact, trigger, next_data),
+            lambda: self._jacobians(data0, action, key, contact, next_data),
             lambda: self._exact_jacobians(data0, action, next_data),
         )
 
@@ -150,6 +147,7 @@ class DifferentiableStep:
         that, where many small passes would cost more than one large one."""
         args = [_broadcast(a, b, axis_size) for a, b in zip(args, in_batched)]
         data0, action, key, contact, trigger, next_data = args
+        bundle_args = (data0, action, key, contact, next_data)
         exact = jax.vmap(self._exact_jacobians)(data0, action, next_data)
         chunk = bcg_chunk(axis_size)
         count = jnp.sum(trigger)
@@ -158,7 +156,7 @@ class DifferentiableStep:
         def bundle_chunk(c, out):
             pos = c * chunk + jnp.arange(chunk)
             idx = order[jnp.minimum(pos, axis_size - 1)]
-            sub = jax.tree.map(lambda x: x[idx], args)
+            sub = jax.tree.map(lambda x: x[idx], bundle_args)
             new = jax.vmap(self._jacobians)(*sub)
             dest = jnp.where(pos < count, idx, axis_size)  # out of range: dropped
             return jax.tree.map(lambda o, n: o.at[dest].set(n, mode="drop"), out, new)
@@ -167,7 +165,7 @@ class DifferentiableStep:
             return jax.lax.fori_loop(0, (count + chunk - 1) // chunk, bundle_chunk, exact)
 
         def every_env():
-            new = jax.vmap(self._jacobians)(*args)
+            new = jax.vmap(self._jacobians)(*bundle_args)
             pick = lambda n, o: jnp.where(trigger.reshape((-1,) + (1,) * (n.ndim - 1)), n, o)  # noqa: E731
             return jax.tree.map(pick, new, exact)
 
@@ -190,7 +188,7 @@ class DifferentiableStep:
         next_data = nominal
         if self.config.forward == "mean" and self.estimator != "exact":
             f = self.transition(data0, action, nominal)
-            dx, du = self._offsets(data0, action, key, contact, trigger)
+            dx, du = self._offsets(data0, action, key, contact)
             ys = jax.vmap(f)(dx, du)
             ok = jnp.all(jnp.isfinite(ys), axis=1)
             mean = jnp.sum(jnp.where(ok[:, None], ys, 0.0), 0) / jnp.maximum(jnp.sum(ok), 1)
@@ -201,7 +199,10 @@ class DifferentiableStep:
     def _jacobians_at(self, data0: mjx.Data, action: jnp.ndarray, key: jax.Array, window: jnp.ndarray):
         """Next step plus the estimator's (A, B) in tangent coordinates and its stats."""
         nominal, next_data, contact, trigger = self.forward(data0, action, key, window)
-        A, B, stats = self._step_jacobians(data0, action, key, contact, trigger, next_data)
+        if self.estimator == "bcg":
+            A, B, stats = self._bcg_step_jacobians(data0, action, key, contact, trigger, next_data)
+        else:
+            A, B, stats = self._jacobians(data0, action, key, contact, next_data)
         # A non-finite Jacobian (every branch dropped, or a diverging step) becomes zero, so
         # that a zero cotangent through it (jnp.where on divergence) stays zero, not NaN.
         finite = jnp.all(jnp.isfinite(A)) & jnp.all(jnp.isfinite(B))

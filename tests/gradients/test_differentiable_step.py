@@ -9,10 +9,23 @@ import bcg_envs
 from bcg_envs.gradients.differentiable_step import bcg_chunk
 
 
-def _boxpush_batch(n, hits):
+@pytest.fixture(scope="module")
+def env():
+    """One env for the module, so that its step programs are traced and compiled once: a
+    fresh env's batched bcg program lowers to differently numbered MLIR, which misses the
+    persistent compile cache."""
+    return bcg_envs.make_jax("BoxPush-v0", estimator="bcg")
+
+
+@pytest.fixture(scope="module")
+def batched_jacobians(env):
+    """The bcg step's Jacobians under ``vmap`` over envs (one key for every env)."""
+    return jax.jit(jax.vmap(env.stepper().jacobians, in_axes=(0, 0, None, 0)))
+
+
+def _boxpush_batch(env, n, hits):
     """``n`` BoxPush states; in those where ``hits`` is True the pusher strikes the box at
     1.5 m/s."""
-    env = bcg_envs.make_jax("BoxPush-v0", estimator="bcg")
     states = jax.vmap(env.reset)(jax.random.split(jax.random.PRNGKey(0), n))
     q, v = states.data.qpos, states.data.qvel
     d = q[:, 2:4] - q[:, 0:2]
@@ -20,7 +33,7 @@ def _boxpush_batch(n, hits):
     hit = jnp.asarray(hits)[:, None]
     q = q.at[:, 0:2].set(jnp.where(hit, q[:, 2:4] - 0.065 * u, q[:, 0:2]))
     v = v.at[:, 0:2].set(jnp.where(hit, 1.5 * u, v[:, 0:2]))
-    return env, states.data.replace(qpos=q, qvel=v)
+    return states.data.replace(qpos=q, qvel=v)
 
 
 def test_bcg_chunk_is_an_eighth_of_the_batch():
@@ -34,15 +47,14 @@ def test_bcg_chunk_is_an_eighth_of_the_batch():
         [True, True, False, True],  # most of it: one pass over all envs, masked
     ],
 )
-def test_batched_bcg_jacobians_match_the_unbatched_step_env_by_env(hits):
+def test_batched_bcg_jacobians_match_the_unbatched_step_env_by_env(env, batched_jacobians, hits):
     n = len(hits)
-    env, data = _boxpush_batch(n, hits)
+    data = _boxpush_batch(env, n, hits)
     stepper = env.stepper()
     actions = jnp.zeros((n, 2))
     key = jax.random.PRNGKey(3)  # one key for every env: an unbatched argument of the rule
     window = jnp.zeros((n,), jnp.int32)
-    batched = jax.jit(jax.vmap(stepper.jacobians, in_axes=(0, 0, None, 0)))
-    (_, _, trigger), (A, B), stats = batched(data, actions, key, window)
+    (_, _, trigger), (A, B), stats = batched_jacobians(data, actions, key, window)
     assert np.asarray(trigger).tolist() == hits
     for i in range(n):
         (_, _, trig_i), (A_i, B_i), stats_i = stepper.jacobians(jax.tree.map(lambda x: x[i], data), actions[i], key, window[i])
