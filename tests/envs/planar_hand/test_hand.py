@@ -340,6 +340,10 @@ def test_bcg_bundles_only_when_pressing_and_is_exact_otherwise(env, ref):
 
 
 # ----- rollout gradients --------------------------------------------------------------------
+#: Rollouts per rollout-gradient check (each is 32 steps of forward-mode Jacobians).
+ENVS = 10
+
+
 @functools.lru_cache(maxsize=None)
 def _rollout_grad_fn(estimator: str):
     """jit(vmap(grad)) of a 32-step return w.r.t. the actions (one compile per estimator).
@@ -357,7 +361,7 @@ def _rollout_grad_fn(estimator: str):
         _, (rewards, bundled, force) = jax.lax.scan(body, state, acts)
         return jnp.sum(rewards), (bundled, force)
 
-    states = jax.vmap(je.reset)(jax.random.split(jax.random.PRNGKey(5), 20))
+    states = jax.vmap(je.reset)(jax.random.split(jax.random.PRNGKey(5), ENVS))
     return je, states, jax.jit(jax.vmap(jax.grad(ret, has_aux=True)))
 
 
@@ -372,13 +376,13 @@ def _rollout_grad_fn(estimator: str):
     ],
 )
 def test_rollout_gradients_are_finite(estimator):
-    """jax.grad of a 32-step scan rollout from 20 random initial states is finite."""
+    """jax.grad of a 32-step scan rollout from 10 random initial states is finite."""
     je, states, grad = _rollout_grad_fn(estimator)
     # Random actions biased to close the fingers: they reach the disc within a few steps.
-    actions = jax.random.uniform(jax.random.PRNGKey(6), (20, 32, 4), minval=-0.6, maxval=1.0)
+    actions = jax.random.uniform(jax.random.PRNGKey(6), (ENVS, 32, 4), minval=-0.6, maxval=1.0)
     g, (bundled, force) = grad(actions, states)
     g, bundled, force = np.asarray(g), np.asarray(bundled), np.asarray(force)
-    assert g.shape == (20, 32, 4)
+    assert g.shape == (ENVS, 32, 4)
     assert np.all(np.isfinite(g))
     assert np.abs(g).max() > 0
     assert np.mean(force > 0) > 0.3, "the rollouts should be mostly in contact"
@@ -390,8 +394,9 @@ def test_rollout_gradients_are_finite(estimator):
 def test_rollout_gradients_finite_with_disc_untouched_for_12_steps():
     """Before bcg_envs.physics.implicit_step, 12 steps at rest overflowed in backprop."""
     je, states, grad = _rollout_grad_fn("exact")
-    actions = jnp.concatenate([jnp.full((12, 4), -1.0), jnp.full((20, 4), 0.8)])
-    g, _ = grad(jnp.broadcast_to(actions, (20, 32, 4)), states)
+    # float32, not weakly typed: the same compiled program as the test above.
+    actions = jnp.concatenate([jnp.full((12, 4), -1.0, jnp.float32), jnp.full((20, 4), 0.8, jnp.float32)])
+    g, _ = grad(jnp.broadcast_to(actions, (ENVS, 32, 4)), states)
     assert np.all(np.isfinite(np.asarray(g)))
 
 
