@@ -28,6 +28,7 @@ HEAVY_FIRST = (
     "tests/learners/test_shac.py",
     "tests/envs/box_push/test_box_push.py",
     "tests/baselines/test_gradient_variance.py",
+    "tests/baselines/test_compare.py",
     "tests/test_mujoco_backend.py",
     "tests/test_jax_api.py",
 )

@@ -68,28 +68,3 @@ def test_state_layout_and_sizes():
     assert state.replace(pipeline_state=state.data).data is state.data
     for key in ("bundled", "sim_diverged", "truncated", "goal"):
         assert key in state.info
-
-
-def test_brax_ppo_accepts_the_env_unchanged():
-    pytest.importorskip("brax")
-    from brax.training.agents.ppo import train as ppo
-
-    from bcg_envs.compat import enable_brax
-
-    enable_brax()
-
-    env = bcg_envs.make_jax("BoxPush-v0", estimator="exact")
-    make_policy, params, metrics = ppo.train(
-        environment=env,
-        num_timesteps=256,
-        episode_length=16,
-        num_envs=4,
-        batch_size=4,
-        num_minibatches=2,
-        unroll_length=8,
-        num_updates_per_batch=1,
-        num_evals=2,
-        seed=0,
-    )
-    assert "eval/episode_reward" in metrics
-    assert np.isfinite(metrics["eval/episode_reward"])
