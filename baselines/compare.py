@@ -24,6 +24,8 @@ import numpy as np
 from bcg_envs.utils import single_cpu_client
 
 ALGORITHMS = ("sb3_ppo", "brax_ppo", "shac_exact", "shac_bcg", "brax_apg")
+#: Episodes per evaluation of the deterministic policy (Brax PPO: its default 128 envs).
+EVAL_EPISODES = 16
 CONFIGS = Path(__file__).resolve().parent / "configs"
 Row = Dict[str, float]
 
@@ -58,7 +60,7 @@ def run_sb3_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> Li
     every = max(steps // evals, 1)
 
     def evaluate(num_timesteps: int) -> None:
-        mean, _ = evaluate_policy(model, eval_env, n_eval_episodes=4, deterministic=True)
+        mean, _ = evaluate_policy(model, eval_env, n_eval_episodes=EVAL_EPISODES, deterministic=True)
         rows.append(dict(env_steps=num_timesteps, wall_clock=time.perf_counter() - start, eval_return=float(mean)))
 
     class Eval(BaseCallback):
@@ -121,7 +123,7 @@ def run_brax_apg(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> L
     per_eval = round(updates / max(evals, 1)) * steps_per_update
     to_rows = _progress_rows(start, rows)
     apg.train(environment=env, policy_updates=updates, episode_length=env.episode_length, num_evals=evals + 1,
-              num_eval_envs=16, seed=seed, progress_fn=lambda it, m: to_rows(it * per_eval, m), **params)
+              num_eval_envs=EVAL_EPISODES, seed=seed, progress_fn=lambda it, m: to_rows(it * per_eval, m), **params)
     return rows
 
 
@@ -137,8 +139,8 @@ def _run_shac(estimator: str):
         params = dict(cfg["shac"])
         params["actor_hidden"] = tuple(params["actor_hidden"])
         params["critic_hidden"] = tuple(params["critic_hidden"])
-        shac.train(env, num_timesteps=steps, seed=seed, num_evals=evals + 1, progress_fn=_progress_rows(start, rows),
-                   progress_bar=False, **params)
+        shac.train(env, num_timesteps=steps, seed=seed, num_evals=evals + 1, num_eval_envs=EVAL_EPISODES,
+                   progress_fn=_progress_rows(start, rows), progress_bar=False, **params)
         return rows
 
     return run
