@@ -47,6 +47,7 @@ def run_sb3_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> Li
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.evaluation import evaluate_policy
+    from stable_baselines3.common.logger import Logger
     from stable_baselines3.common.monitor import Monitor
 
     import bcg_envs  # noqa: F401
@@ -72,6 +73,7 @@ def run_sb3_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> Li
     params["n_steps"] = min(params["n_steps"], max(steps // (2 * n_envs), 16))
     params["batch_size"] = min(params["batch_size"], params["n_steps"] * n_envs)
     model = PPO("MlpPolicy", env, seed=seed, verbose=0, device="cpu", **params)
+    model.set_logger(Logger(folder=None, output_formats=[]))  # SB3's default makes an empty /tmp/SB3-* folder
     evaluate(0)
     model.learn(total_timesteps=steps, callback=Eval())
     if rows[-1]["env_steps"] != model.num_timesteps:

@@ -2,7 +2,10 @@
 
 An actuated point pusher (force-controlled slide x/y, 5 N per unit action) pushes a
 10 cm, 0.5 kg box (slide x/y, hinge yaw; table friction as joint dry friction) toward a
-goal pose sampled per episode. Control at 25 Hz (10 substeps of 4 ms), 200 steps.
+goal pose sampled per episode. Control at 25 Hz (10 substeps of 4 ms), 200 steps. The
+pusher starts behind the box (within ``pusher_angle_spread`` of the line from the goal
+through the box), so the task is pushing, not finding a way around the box; a spread of pi
+places it anywhere around the box (a harder, exploration-bound task).
 
 Observation (17): pusher xy, pusher velocity, box xy, cos/sin of box yaw, box velocity
 (x, y, yaw rate), goal minus box xy, box minus pusher xy, cos/sin of the yaw error.
@@ -29,6 +32,7 @@ def default_config() -> Dict[str, Any]:
         "episode_length": 200,
         "goal_distance": (0.15, 0.3),  # metres from the box's start
         "pusher_distance": (0.1, 0.18),  # metres from the box centre at reset
+        "pusher_angle_spread": 0.5,  # rad either side of the goal-box line, behind the box
         "reward_weights": {
             "progress": 1.0,  # box speed toward the goal, m/s
             "distance": 1.0,  # -|goal - box|, m
@@ -63,10 +67,13 @@ class BoxPush(MjxEnv):
         box = jax.random.uniform(k_box, (2,), minval=-0.15, maxval=0.15)
         yaw = jax.random.uniform(k_yaw, (), minval=-0.5, maxval=0.5)
         angle = jax.random.uniform(k_goal, (), minval=-jnp.pi, maxval=jnp.pi)
-        dist = jnp.interp(jax.random.uniform(k_goal, ()), jnp.array([0.0, 1.0]), jnp.array(cfg["goal_distance"]))
+        k_dist = jax.random.fold_in(k_goal, 1)  # independent of the goal's direction
+        dist = jnp.interp(jax.random.uniform(k_dist, ()), jnp.array([0.0, 1.0]), jnp.array(cfg["goal_distance"]))
         goal = jnp.clip(box + dist * jnp.array([jnp.cos(angle), jnp.sin(angle)]), -0.4, 0.4)
         goal_yaw = jax.random.uniform(k_goal_yaw, (), minval=-0.5, maxval=0.5)
-        p_angle = jax.random.uniform(k_pusher, (), minval=-jnp.pi, maxval=jnp.pi)
+        away = box - goal  # the pusher starts on this side of the box
+        spread = cfg["pusher_angle_spread"]
+        p_angle = jnp.arctan2(away[1], away[0]) + jax.random.uniform(k_pusher, (), minval=-spread, maxval=spread)
         p_dist = jnp.interp(jax.random.uniform(k_pdist, ()), jnp.array([0.0, 1.0]), jnp.array(cfg["pusher_distance"]))
         pusher = box + p_dist * jnp.array([jnp.cos(p_angle), jnp.sin(p_angle)])
         qpos = jnp.concatenate([pusher, box, yaw[None]])

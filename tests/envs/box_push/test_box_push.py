@@ -37,6 +37,24 @@ def test_sb3_check_env(no_space_warnings):
     e.close()
 
 
+@pytest.mark.parametrize("spread", [0.5, np.pi])
+def test_reset_places_the_pusher_behind_the_box_and_draws_goal_distance_independently(spread):
+    task = bcg_envs.make_jax("BoxPush-v0", config={"pusher_angle_spread": spread})
+    qpos, _, info = jax.vmap(task.initial_state)(jax.random.split(jax.random.PRNGKey(0), 1000))
+    qpos, goal = np.asarray(qpos), np.asarray(info["goal"])
+    to_goal, to_pusher = goal - qpos[:, 2:4], qpos[:, 0:2] - qpos[:, 2:4]
+    cos = np.sum(to_goal * to_pusher, 1) / np.linalg.norm(to_goal, axis=1) / np.linalg.norm(to_pusher, axis=1)
+    # Pusher on the far side of the box: the angle between box->goal and box->pusher is
+    # within `spread` of pi; a spread of pi covers the whole circle.
+    assert cos.max() <= np.cos(np.pi - spread) + 1e-4
+    assert cos.min() < -0.99 and (spread < np.pi or cos.max() > 0.99)
+    # Goal direction and distance are drawn from different keys (they once shared one).
+    unclipped = np.all(np.abs(goal) < 0.399, axis=1)
+    direction = np.arctan2(to_goal[unclipped, 1], to_goal[unclipped, 0])
+    distance = np.linalg.norm(to_goal[unclipped], axis=1)
+    assert abs(np.corrcoef(direction, distance)[0, 1]) < 0.15
+
+
 # ----- MuJoCo C reference ---------------------------------------------------------------
 def c_step(model, qpos, qvel, ctrl, n_substeps):
     data = mujoco.MjData(model)
