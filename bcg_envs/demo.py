@@ -19,8 +19,9 @@ from bcg_envs.gradients.config import ESTIMATORS
 
 
 def scripted_push(obs: np.ndarray) -> np.ndarray:
-    """Go to a point 15 cm behind the box (opposite the goal); once on that line, drive at
-    the box with full force, so that the pusher strikes it (a stiff impact) and pushes on."""
+    """Hold a point 15 cm behind the box (opposite the goal) with a PD force; once on that
+    line, drive at the box (full force until 20 cm from the goal, then easing off), so that
+    the pusher strikes it (a stiff impact) and pushes it on to the goal."""
     box_to_goal = obs[11:13]
     pusher_to_box = obs[13:15]
     direction = box_to_goal / (np.linalg.norm(box_to_goal) + 1e-6)
@@ -28,9 +29,9 @@ def scripted_push(obs: np.ndarray) -> np.ndarray:
     behind = -rel @ direction  # distance behind the box along the push line
     lateral = np.linalg.norm(rel + behind * direction)
     if behind > 0.06 and lateral < 0.015:
-        return np.clip(direction, -1.0, 1.0).astype(np.float32)
+        return np.clip(direction * min(1.0, 5.0 * np.linalg.norm(box_to_goal)), -1.0, 1.0).astype(np.float32)
     error = rel + 0.15 * direction  # pusher minus the staging point
-    return np.clip(-error / (np.linalg.norm(error) + 1e-6), -1.0, 1.0).astype(np.float32)
+    return np.clip(-20.0 * error - 3.0 * obs[2:4], -1.0, 1.0).astype(np.float32)
 
 
 def gradient_statistics(
