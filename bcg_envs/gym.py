@@ -137,10 +137,57 @@ class _Jitted:
         return self._grad[key]
 
 
-class GymEnv(gymnasium.Env):
-    """A bcg_envs task as a Gymnasium environment (NumPy in and out)."""
+class TaskEnv(gymnasium.Env):
+    """What the single Gymnasium envs of both backends share: spaces, rendering, the reset
+    guard and ``set_state``'s argument checks. Subclasses provide ``get_state`` and
+    ``_task_info`` (the episode's task info, ``None`` before the first reset)."""
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 25}
+
+    def _setup(self, env_name: str, jax_env: MjxEnv, render_mode: Optional[str], width: int, height: int) -> None:
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+        self.env_name = env_name
+        self.jax_env = jax_env
+        self.render_mode = render_mode
+        self.metadata = dict(self.metadata, render_fps=int(round(1.0 / jax_env.dt)))
+        self._size = (height, width)
+        self._renderer = None
+        self.observation_space = spaces.Box(-OBS_BOUND, OBS_BOUND, (jax_env.observation_size,), np.float32)
+        self.action_space = spaces.Box(-1.0, 1.0, (jax_env.action_size,), np.float32)
+
+    def _task_info(self) -> Optional[Dict[str, Any]]:
+        raise NotImplementedError
+
+    def render(self):
+        if self.render_mode != "rgb_array":
+            return None
+        self._require_reset()
+        import mujoco
+
+        if self._renderer is None:
+            self._renderer = mujoco.Renderer(self.model, *self._size)
+        return render_state(self._renderer, self.jax_env, self.get_state(), self._task_info())
+
+    def close(self):
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
+
+    def _require_reset(self) -> None:
+        if self._task_info() is None:
+            raise RuntimeError(f"{self.env_name}: call reset() before step(), grad_step() or state access")
+
+    def _checked_state(self, qpos, qvel, act):
+        """``set_state``'s arguments as float64 vectors of the model's sizes."""
+        self._require_reset()
+        m = self.model
+        act = None if act is None else _check_vector(act, m.na, "act")
+        return _check_vector(qpos, m.nq, "qpos"), _check_vector(qvel, m.nv, "qvel"), act
+
+
+class GymEnv(TaskEnv):
+    """A bcg_envs task as a Gymnasium environment (NumPy in and out)."""
 
     def __init__(
         self,
@@ -152,23 +199,13 @@ class GymEnv(gymnasium.Env):
         backend: str = "mjx",
         **env_kwargs: Any,
     ) -> None:
-        if render_mode not in (None, "rgb_array"):
-            raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
         if backend not in ("mjx", "mujoco"):
             raise ValueError(f"backend must be 'mjx' or 'mujoco', got {backend!r}")
         if backend == "mujoco":
             raise ValueError("GymEnv is the MJX backend; use bcg_envs.gym.make_env(..., backend='mujoco')")
-        self.env_name = env_name
-        self.jax_env: MjxEnv = make_jax(env_name, **env_kwargs)
-        self.render_mode = render_mode
-        self.metadata = dict(self.metadata, render_fps=int(round(1.0 / self.jax_env.dt)))
-        self._size = (height, width)
-        self._renderer = None
-        self._fns = _Jitted(self.jax_env, batched=False)
         self._state = None
-        nobs = self.jax_env.observation_size
-        self.observation_space = spaces.Box(-OBS_BOUND, OBS_BOUND, (nobs,), np.float32)
-        self.action_space = spaces.Box(-1.0, 1.0, (self.jax_env.action_size,), np.float32)
+        self._setup(env_name, make_jax(env_name, **env_kwargs), render_mode, width, height)
+        self._fns = _Jitted(self.jax_env, batched=False)
 
     # ----- Gymnasium API ----------------------------------------------------------------
     @property
@@ -198,21 +235,6 @@ class GymEnv(gymnasium.Env):
         jac = Jacobians(*(np.asarray(j) for j in jac))
         return GradStepResult(obs, reward, terminated, truncated, info, jac)
 
-    def render(self):
-        if self.render_mode != "rgb_array":
-            return None
-        self._require_reset()
-        import mujoco
-
-        if self._renderer is None:
-            self._renderer = mujoco.Renderer(self.model, *self._size)
-        return render_state(self._renderer, self.jax_env, self.get_state(), self._state.info)
-
-    def close(self):
-        if self._renderer is not None:
-            self._renderer.close()
-            self._renderer = None
-
     # ----- state access (DESIGN 3.2) ----------------------------------------------------
     def get_state(self):
         """(qpos, qvel, act) as NumPy arrays."""
@@ -222,19 +244,14 @@ class GymEnv(gymnasium.Env):
 
     def set_state(self, qpos, qvel, act=None) -> None:
         """Set the simulator state; the episode's task info (goal, step count) is kept."""
-        self._require_reset()
-        m = self.model
-        qpos = _check_vector(qpos, m.nq, "qpos")
-        qvel = _check_vector(qvel, m.nv, "qvel")
-        act = None if act is None else _check_vector(act, m.na, "act")
+        qpos, qvel, act = self._checked_state(qpos, qvel, act)
         old = self._state
         task_info = {k: v for k, v in old.info.items() if k != "rng"}
         self._state = self._fns.state_from(qpos, qvel, act, task_info, old.info["rng"])
 
     # ----- helpers --------------------------------------------------------------------
-    def _require_reset(self) -> None:
-        if self._state is None:
-            raise RuntimeError(f"{self.env_name}: call reset() before step(), grad_step() or state access")
+    def _task_info(self):
+        return None if self._state is None else self._state.info
 
     def _observation(self) -> np.ndarray:
         return np.clip(np.asarray(self._state.obs, dtype=np.float32), -OBS_BOUND, OBS_BOUND)

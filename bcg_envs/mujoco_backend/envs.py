@@ -15,38 +15,26 @@ from bcg_envs.envs.base import MAX_QVEL, Jacobians, MjxEnv
 from bcg_envs.gradients.config import BundleConfig, check_estimator
 from bcg_envs.mujoco_backend.jacobians import _Stepper
 from bcg_envs.mujoco_backend.simulation import _FULL, _ContactLog, _Core, _Shared
-from bcg_envs.gym import OBS_BOUND, GradStepResult, _check_vector, check_action, render_state
+from bcg_envs.gym import OBS_BOUND, GradStepResult, TaskEnv, check_action
 
 
 # ======================================================================================
 # Gymnasium environments
 # ======================================================================================
-class MujocoGymEnv(gymnasium.Env):
+class MujocoGymEnv(TaskEnv):
     """A bcg_envs task stepped in MuJoCo C (``gym.make(id, backend="mujoco")``).
 
     Same spaces, info keys, truncation, reset distribution, divergence handling and
     ``grad_step`` contract as ``bcg_envs.gym.GymEnv``; float64 physics.
     """
 
-    metadata = {"render_modes": ["rgb_array"], "render_fps": 25}
-
     def __init__(self, env_name: str, *, render_mode: Optional[str] = None, width: int = 320, height: int = 240,
                  **env_kwargs: Any) -> None:
-        if render_mode not in (None, "rgb_array"):
-            raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
-        self.env_name = env_name
+        self._started = False
         self._shared = _Shared(env_name, env_kwargs)
-        self.jax_env: MjxEnv = self._shared.jax_env
-        self.render_mode = render_mode
-        self.metadata = dict(self.metadata, render_fps=int(round(1.0 / self.jax_env.dt)))
-        self._size = (height, width)
-        self._renderer = None
+        self._setup(env_name, self._shared.jax_env, render_mode, width, height)
         self._core = _Core(self._shared)
         self._stepper = _Stepper(self._shared)
-        self._started = False
-        nobs = self.jax_env.observation_size
-        self.observation_space = spaces.Box(-OBS_BOUND, OBS_BOUND, (nobs,), np.float32)
-        self.action_space = spaces.Box(-1.0, 1.0, (self.jax_env.action_size,), np.float32)
 
     @property
     def model(self) -> mujoco.MjModel:
@@ -85,18 +73,8 @@ class MujocoGymEnv(gymnasium.Env):
         (obs, reward, done, truncated), jac = self._stepper.grad_step(self._core, action, estimator, bundle)
         return GradStepResult(obs, reward, done, truncated, self._core.info_dict(), jac)
 
-    def render(self):
-        if self.render_mode != "rgb_array":
-            return None
-        self._require_reset()
-        if self._renderer is None:
-            self._renderer = mujoco.Renderer(self.model, *self._size)
-        return render_state(self._renderer, self.jax_env, self.get_state(), self._core.info)
-
     def close(self):
-        if self._renderer is not None:
-            self._renderer.close()
-            self._renderer = None
+        super().close()
         self._shared.close()
 
     def get_state(self):
@@ -106,18 +84,13 @@ class MujocoGymEnv(gymnasium.Env):
 
     def set_state(self, qpos, qvel, act=None) -> None:
         """Set the simulator state; the episode's task info (goal, step count) is kept."""
-        self._require_reset()
-        m = self.model
-        qpos = _check_vector(qpos, m.nq, "qpos")
-        qvel = _check_vector(qvel, m.nv, "qvel")
-        act = None if act is None else _check_vector(act, m.na, "act")
+        qpos, qvel, act = self._checked_state(qpos, qvel, act)
         core = self._core
         core.load(qpos, qvel, act, core.info)
         core.reset_outputs()
 
-    def _require_reset(self) -> None:
-        if not self._started:
-            raise RuntimeError(f"{self.env_name}: call reset() before step(), grad_step() or state access")
+    def _task_info(self):
+        return self._core.info if self._started else None
 
 
 class MujocoVectorEnv(gymnasium.vector.VectorEnv):
