@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import json
 import time
 from collections import defaultdict
@@ -91,15 +92,24 @@ def _progress_rows(start: float, rows: List[Row]) -> Callable[[int, dict], None]
     return progress
 
 
+@functools.lru_cache(maxsize=None)
+def _jax_env(env_id: str, estimator: str):
+    """One JAX env per (id, estimator) in a process, shared by the seeds: a second instance
+    of an env lowers to differently numbered MLIR (private function names), which misses
+    the persistent compile cache, so every seed after the first would compile again."""
+    import bcg_envs
+
+    return bcg_envs.make_jax(env_id, estimator=estimator)
+
+
 def run_brax_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> List[Row]:
     from brax.training.agents.ppo import train as ppo
 
-    import bcg_envs
     from bcg_envs.compat import enable_brax
 
     enable_brax()
 
-    env = bcg_envs.make_jax(env_id, estimator="exact")
+    env = _jax_env(env_id, "exact")
     rows: List[Row] = []
     start = time.perf_counter()
     ppo.train(environment=env, num_timesteps=steps, episode_length=env.episode_length, num_evals=evals + 1,
@@ -110,12 +120,11 @@ def run_brax_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> L
 def run_brax_apg(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> List[Row]:
     from brax.training.agents.apg import train as apg
 
-    import bcg_envs
     from bcg_envs.compat import enable_brax
 
     enable_brax()
 
-    env = bcg_envs.make_jax(env_id, estimator="exact")
+    env = _jax_env(env_id, "exact")
     rows: List[Row] = []
     start = time.perf_counter()
     params = dict(cfg["brax_apg"])
@@ -133,9 +142,7 @@ def _run_shac(estimator: str):
     def run(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> List[Row]:
         from bcg_envs.learners import shac
 
-        import bcg_envs
-
-        env = bcg_envs.make_jax(env_id, estimator=estimator)
+        env = _jax_env(env_id, estimator)
         rows: List[Row] = []
         start = time.perf_counter()
         params = dict(cfg["shac"])
