@@ -2,11 +2,11 @@
 # The main job (~10 minutes on 2 cores, most of it XLA compiles): gradient statistics of
 # every estimator along a scripted BoxPush push in MuJoCo C (table, gradients.png, rollout.mp4),
 # then a small training comparison on BoxPush -- SB3 PPO vs SHAC with exact vs SHAC with
-# BCG gradients, TRAIN_STEPS env steps each (default 4096) -- printed as a table and
+# BCG gradients, TRAIN_STEPS env steps each (default 16384) -- printed as a table and
 # plotted to demo_out/compare/curves.png.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . .venv/bin/activate
 export JAX_COMPILATION_CACHE_DIR="$PWD/.jax_cache" JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0
-bcg-envs demo --out demo_out --train-steps "${TRAIN_STEPS:-4096}" "$@"
+bcg-envs demo --out demo_out --train-steps "${TRAIN_STEPS:-16384}" "$@"
