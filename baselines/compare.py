@@ -225,6 +225,7 @@ def plot_curves(runs: Dict[str, List[List[Row]]], path: Path, title: str = "") -
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
     for algo, seeds in runs.items():
@@ -235,6 +236,7 @@ def plot_curves(runs: Dict[str, List[List[Row]]], path: Path, title: str = "") -
             ax.plot(grid, mean, label=algo)
             ax.fill_between(grid, mean - std, mean + std, alpha=0.2)
     axes[0].set(xlabel="environment steps", ylabel="evaluation return", title=title)
+    axes[0].xaxis.set_major_formatter(matplotlib.ticker.EngFormatter())  # 50k, not 50000
     axes[1].set(xlabel="wall-clock (s)", ylabel="evaluation return")
     axes[0].legend()
     fig.tight_layout()
