@@ -34,6 +34,30 @@ def scripted_push(obs: np.ndarray) -> np.ndarray:
     return np.clip(-20.0 * error - 3.0 * obs[2:4], -1.0, 1.0).astype(np.float32)
 
 
+def scripted_episodes(episodes: int = 16, seed: int = 0) -> Dict[str, np.ndarray]:
+    """Full BoxPush episodes of ``scripted_push`` in MuJoCo C: a hand-written reference
+    level for the learned policies' evaluation returns. Returns per-episode ``return``,
+    ``start_distance`` and ``final_distance`` (box to goal, metres)."""
+    import gymnasium as gym
+
+    import bcg_envs  # noqa: F401
+
+    env = gym.make("bcg_envs/BoxPush-v0", backend="mujoco")
+    out = {"return": [], "start_distance": [], "final_distance": []}
+    for episode in range(episodes):
+        obs, _ = env.reset(seed=seed + episode)
+        out["start_distance"].append(np.linalg.norm(obs[11:13]))
+        total, done = 0.0, False
+        while not done:
+            obs, reward, terminated, truncated, _ = env.step(scripted_push(obs))
+            total += reward
+            done = terminated or truncated
+        out["return"].append(total)
+        out["final_distance"].append(np.linalg.norm(obs[11:13]))
+    env.close()
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
 def gradient_statistics(
     steps: int = 40, seed: int = 0, video: Path | None = None, backend: str = "mujoco"
 ) -> Dict[str, Dict[str, List[float]]]:
@@ -118,6 +142,12 @@ def main(out_dir: str = "demo_out", steps: int = 100, seed: int = 0, train_steps
     (out / "gradients.md").write_text(table + "\n")
     plot(stats, out / "gradients.png")
     print(f"wrote {out / 'gradients.png'}, {out / 'rollout.mp4'}, {out / 'gradients.md'}")
+    ref = scripted_episodes(seed=seed)
+    print(
+        f"scripted push, {len(ref['return'])} full episodes (MuJoCo C): return {ref['return'].mean():.1f} "
+        f"± {ref['return'].std():.1f}; box-goal distance {ref['start_distance'].mean():.3f} m at reset, "
+        f"{ref['final_distance'].mean():.3f} m at the end"
+    )
     if train_steps:
         _train_comparison(out, train_steps, seed)
 

@@ -43,3 +43,10 @@ def test_scripted_push_strikes_the_box_and_brings_it_to_the_goal():
         assert max(forces[:15]) > 10.0  # above BoxPush's bcg threshold
         assert np.linalg.norm(obs[11:13]) < 0.03 < start
     env.close()
+
+
+def test_scripted_episodes_finish_near_the_goal():
+    r = demo.scripted_episodes(episodes=3)
+    assert all(v.shape == (3,) for v in r.values())
+    assert np.all(r["final_distance"] < 0.03) and np.all(r["start_distance"] > 0.1)
+    assert np.all(r["return"] > -30.0)  # a zero action scores about -57 (the results README)
