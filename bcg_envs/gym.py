@@ -182,8 +182,8 @@ class TaskEnv(gymnasium.Env):
         """``set_state``'s arguments as float64 vectors of the model's sizes."""
         self._require_reset()
         m = self.model
-        act = None if act is None else _check_vector(act, m.na, "act")
-        return _check_vector(qpos, m.nq, "qpos"), _check_vector(qvel, m.nv, "qvel"), act
+        qpos, qvel = _check_vector(qpos, m.nq, "qpos"), _check_vector(qvel, m.nv, "qvel")
+        return qpos, qvel, None if act is None else _check_vector(act, m.na, "act")
 
 
 class GymEnv(TaskEnv):
