@@ -26,22 +26,20 @@ def test_scripted_push_drives_at_the_box_once_behind_it():
     assert demo.scripted_push(obs)[0] < 0.0
 
 
-def test_scripted_push_strikes_the_box_and_brings_it_to_the_goal():
-    """The demo's scripted policy in closed loop (MuJoCo C): a stiff strike early on, and
-    the box ends within 3 cm of its goal (BoxPush is solvable from its reset distribution)."""
+def test_scripted_push_strikes_the_box_early():
+    """The demo's scripted policy in closed loop (MuJoCo C) strikes the box (a stiff
+    impact) within 15 steps; reaching the goal is checked through ``scripted_episodes``."""
     import gymnasium as gym
 
     env = gym.make("bcg_envs/BoxPush-v0", backend="mujoco")
     for seed in range(3):
         obs, _ = env.reset(seed=seed)
-        start = np.linalg.norm(obs[11:13])
         forces = []
-        for _ in range(100):
+        for _ in range(15):
             obs, _, terminated, truncated, info = env.step(demo.scripted_push(obs))
             forces.append(info["max_contact_force"])
             assert not (terminated or truncated)
-        assert max(forces[:15]) > 10.0  # above BoxPush's bcg threshold
-        assert np.linalg.norm(obs[11:13]) < 0.03 < start
+        assert max(forces) > 10.0  # above BoxPush's bcg threshold
     env.close()
 
 
