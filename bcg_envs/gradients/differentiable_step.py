@@ -142,9 +142,10 @@ class DifferentiableStep:
     def _bcg_jacobians_batched(self, axis_size, in_batched, *args):
         """``vmap`` rule of ``_bcg_jacobians``: a plain ``vmap`` of the ``lax.cond`` would
         evaluate the bundle for every env at every step. Here every env gets exact
-        Jacobians, and the triggered envs a bundle: ``bcg_chunk(axis_size)`` envs at a time
-        while at most half the batch triggered, all envs in one batch (then masked) above
-        that, where many small passes would cost more than one large one."""
+        Jacobians, and the triggered envs a bundle, ``bcg_chunk(axis_size)`` envs per pass
+        (at most eight passes when every env triggered). One bundle program of one batch
+        size keeps the compile small: a second, whole-batch branch cost another compile of
+        the bundle for at best fewer, larger passes."""
         args = [_broadcast(a, b, axis_size) for a, b in zip(args, in_batched)]
         data0, action, key, contact, trigger, next_data = args
         bundle_args = (data0, action, key, contact, next_data)
@@ -161,15 +162,7 @@ class DifferentiableStep:
             dest = jnp.where(pos < count, idx, axis_size)  # out of range: dropped
             return jax.tree.map(lambda o, n: o.at[dest].set(n, mode="drop"), out, new)
 
-        def triggered_chunks():
-            return jax.lax.fori_loop(0, (count + chunk - 1) // chunk, bundle_chunk, exact)
-
-        def every_env():
-            new = jax.vmap(self._jacobians)(*bundle_args)
-            pick = lambda n, o: jnp.where(trigger.reshape((-1,) + (1,) * (n.ndim - 1)), n, o)  # noqa: E731
-            return jax.tree.map(pick, new, exact)
-
-        out = jax.lax.cond(2 * count > axis_size, every_env, triggered_chunks)
+        out = jax.lax.fori_loop(0, (count + chunk - 1) // chunk, bundle_chunk, exact)
         return out, jax.tree.map(lambda _: True, out)
 
     def _trigger(self, contact, window):

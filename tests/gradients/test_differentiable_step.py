@@ -44,7 +44,7 @@ def test_bcg_chunk_is_an_eighth_of_the_batch():
     "hits",
     [
         [True, False, True, False],  # half the batch: two passes of one env (chunk of 1)
-        [True, True, False, True],  # most of it: one pass over all envs, masked
+        [True, True, False, True],  # most of it: three passes
     ],
 )
 def test_batched_bcg_jacobians_match_the_unbatched_step_env_by_env(env, batched_jacobians, hits):
