@@ -1,5 +1,7 @@
 """Functional JAX API: jax.grad through rollouts for every estimator, Brax compatibility."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -24,39 +26,60 @@ def _rollout_return(env, horizon):
 # Each estimator is a separate ~1-2 minute compile on 2 cores: exact and bcg by default,
 # all five with BCG_SLOW=1.
 _FAST = ("exact", "bcg")
+_HORIZON, _BATCH = 32, 20
 
 
-@pytest.mark.parametrize(
-    "estimator", [e if e in _FAST else pytest.param(e, marks=pytest.mark.slow) for e in ESTIMATORS]
-)
-def test_grad_through_32_step_rollout_is_finite(estimator):
+@functools.lru_cache(maxsize=None)
+def _batched_rollout(estimator):
+    """``(env, value_and_grad, plain)`` of the 32-step return, vmapped over 20 envs and
+    compiled once per estimator for every test in this module."""
     env = bcg_envs.make_jax("BoxPush-v0", estimator=estimator)
-    assert env.mj_model.opt.iterations > 1  # the accurate solver, not iterations = 1
-    keys = jax.random.split(jax.random.PRNGKey(0), 20)
-    states = jax.vmap(env.reset)(keys)
+    ret = _rollout_return(env, _HORIZON)
+    return env, jax.jit(jax.vmap(jax.value_and_grad(ret))), jax.jit(jax.vmap(ret))
+
+
+def _states_and_actions(env):
+    states = jax.vmap(env.reset)(jax.random.split(jax.random.PRNGKey(0), _BATCH))
     # Drive the pusher at the box so that most rollouts go through contact.
     to_box = states.data.qpos[:, 2:4] - states.data.qpos[:, 0:2]
-    actions = jnp.clip(3.0 * to_box, -1, 1)[:, None, :] * jnp.ones((1, 32, 1))
-    grad_fn = jax.jit(jax.vmap(jax.value_and_grad(_rollout_return(env, 32))))
+    actions = jnp.clip(3.0 * to_box, -1, 1)[:, None, :] * jnp.ones((1, _HORIZON, 1))
+    return states, actions
+
+
+def _check_rollout_gradients(estimator, states, actions):
+    _, grad_fn, plain_fn = _batched_rollout(estimator)
     values, grads = grad_fn(actions, states)
     grads = np.asarray(grads)
     assert np.isfinite(grads).all(), f"{estimator}: non-finite gradient in {np.sum(~np.isfinite(grads))} entries"
     assert np.isfinite(np.asarray(values)).all()
     assert np.abs(grads).max() > 0  # the gradient actually flows
     # Gradient mode does not change values: the primal return equals a plain rollout's.
-    plain = jax.jit(jax.vmap(_rollout_return(env, 32)))(actions, states)
+    plain = plain_fn(actions, states)
     np.testing.assert_allclose(np.asarray(values), np.asarray(plain), rtol=1e-5, atol=1e-5)
+    return grads
+
+
+@pytest.mark.parametrize(
+    "estimator", [e if e in _FAST else pytest.param(e, marks=pytest.mark.slow) for e in ESTIMATORS]
+)
+def test_grad_through_32_step_rollout_is_finite(estimator):
+    env, _, _ = _batched_rollout(estimator)
+    assert env.mj_model.opt.iterations > 1  # the accurate solver, not iterations = 1
+    states, actions = _states_and_actions(env)
+    _check_rollout_gradients(estimator, states, actions)
 
 
 def test_grad_through_a_diverging_step_is_finite():
     """A step that diverges reverts its state and ends the episode; the gradient of a
     rollout through it stays finite (a non-finite Jacobian is zeroed, not multiplied by 0)."""
-    env = bcg_envs.make_jax("BoxPush-v0", estimator="exact")
-    state = env.reset(jax.random.PRNGKey(0))
-    state = env.state_from(state.data.qpos, jnp.array([0.0, 0.0, 0.0, 0.0, 5e4]), None, {"goal": state.info["goal"], "goal_yaw": state.info["goal_yaw"]}, state.info["rng"])
-    value, grad = jax.jit(jax.value_and_grad(_rollout_return(env, 3)))(jnp.full((3, 2), 0.5), state)
-    assert np.isfinite(float(value)) and np.isfinite(np.asarray(grad)).all()
-    assert bool(env.step(state, jnp.zeros(2)).info["sim_diverged"])
+    env, _, _ = _batched_rollout("exact")
+    states, actions = _states_and_actions(env)
+    s0 = jax.tree.map(lambda x: x[0], states)
+    diverging = env.state_from(s0.data.qpos, jnp.array([0.0, 0.0, 0.0, 0.0, 5e4]), None, {"goal": s0.info["goal"], "goal_yaw": s0.info["goal_yaw"]}, s0.info["rng"])
+    assert bool(env.step(diverging, jnp.zeros(2)).info["sim_diverged"])
+    states = jax.tree.map(lambda b, d: b.at[0].set(d), states, diverging)  # env 0 diverges
+    grads = _check_rollout_gradients("exact", states, actions)
+    assert np.abs(grads[1:]).max() > 0
 
 
 def test_state_layout_and_sizes():
