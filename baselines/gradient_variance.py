@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import functools
 import time
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -53,7 +54,11 @@ def simulations_per_step(estimator: str, nx: int, nu: int, num_samples: int, bun
     return 1 + jac * (bundled_fraction * num_samples + (1 - bundled_fraction))  # bcg
 
 
-def measure(env_id: str, stiffness, estimator: str, seeds: int, horizon: int, position_jitter: float = 1e-3) -> Dict[str, float]:
+@functools.lru_cache(maxsize=None)
+def _rollout_gradients(env_id: str, stiffness, estimator: str, horizon: int):
+    """``(env, grads_at)``: ``grads_at(x0, seeds) -> (gradients, bundled fraction)`` of the
+    ``horizon``-step return from each start state in ``x0``, one compiled program per batch
+    size, shared by the reference and the ``exact`` row."""
     import jax
     import jax.numpy as jnp
 
@@ -76,27 +81,52 @@ def measure(env_id: str, stiffness, estimator: str, seeds: int, horizon: int, po
         _, (r, bundled) = jax.lax.scan(body, s, actions)
         return jnp.sum(r), jnp.mean(bundled)
 
-    x_nominal = jnp.concatenate([jnp.asarray(qpos), jnp.asarray(qvel)])
-    mask = jnp.concatenate([jnp.ones(nq).at[-1].set(0.0), jnp.zeros(len(qvel))])
     grad_fn = jax.jit(jax.vmap(jax.grad(ret, has_aux=True)))
 
-    def grads_at(scale, n, key):
-        x0 = x_nominal + scale * jax.random.normal(key, (n, len(x_nominal))) * mask
-        g, bundled = grad_fn(x0, jnp.arange(n))
-        return np.asarray(g), float(np.mean(bundled))
+    def grads_at(x0, seeds):
+        g, bundled = grad_fn(x0, seeds)
+        return np.asarray(g), np.asarray(bundled)
 
-    grads_at(position_jitter, seeds, jax.random.PRNGKey(1))  # compile
+    return env, grads_at
+
+
+def _start_states(env_id: str, scale: float, n: int, key) -> np.ndarray:
+    """``n`` start states (qpos, qvel) around ``START``, positions but the last jittered by
+    ``scale`` (m or rad)."""
+    import jax
+    import jax.numpy as jnp
+
+    qpos, qvel, _ = (jnp.asarray(v, jnp.float32) for v in START[env_id])
+    mask = jnp.concatenate([jnp.ones(len(qpos)).at[-1].set(0.0), jnp.zeros(len(qvel))])
+    return np.asarray(jnp.concatenate([qpos, qvel]) + scale * jax.random.normal(key, (n, len(mask))) * mask)
+
+
+def measure(env_id: str, stiffness, estimator: str, seeds: int, horizon: int, position_jitter: float = 1e-3) -> Dict[str, float]:
+    import jax
+
+    env, grads_at = _rollout_gradients(env_id, stiffness, estimator, horizon)
+    x0 = _start_states(env_id, position_jitter, seeds, jax.random.PRNGKey(1))
+    grads_at(x0, np.arange(seeds))  # compile
     t0 = time.perf_counter()
-    g, bundled = grads_at(position_jitter, seeds, jax.random.PRNGKey(1))
+    g, bundled = grads_at(x0, np.arange(seeds))
     seconds = (time.perf_counter() - t0) / seeds
+    bundled = float(np.mean(bundled))
     return {"variance": float(np.sum(np.var(g, axis=0))), "grads": g, "bundled": bundled, "seconds": seconds,
             "sims_per_step": simulations_per_step(estimator, env.state_size, env.action_size, env.bundle.num_samples, bundled)}
 
 
-def reference_gradient(env_id: str, stiffness, horizon: int, samples: int, sigma: float) -> np.ndarray:
-    """Mean of exact rollout gradients over start states jittered by ``sigma`` (smoothed)."""
-    ref = measure(env_id, stiffness, "exact", samples, horizon, position_jitter=sigma)
-    return ref["grads"].mean(axis=0)
+def reference_gradient(env_id: str, stiffness, horizon: int, samples: int, sigma: float, batch: int) -> np.ndarray:
+    """Mean of exact rollout gradients over ``samples`` start states jittered by ``sigma``
+    (smoothed), ``batch`` at a time: the ``exact`` row's compiled program."""
+    import jax
+
+    _, grads_at = _rollout_gradients(env_id, stiffness, "exact", horizon)
+    x0 = _start_states(env_id, sigma, samples, jax.random.PRNGKey(1))
+    seeds = np.arange(samples)
+    pad = -samples % batch  # the last batch is filled up with repeats, then dropped
+    x0, seeds = np.concatenate([x0, x0[:pad]]), np.concatenate([seeds, seeds[:pad]])
+    grads = np.concatenate([grads_at(x0[i : i + batch], seeds[i : i + batch])[0] for i in range(0, len(seeds), batch)])
+    return grads[:samples].mean(axis=0)
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
@@ -109,7 +139,7 @@ def sweep(env_id: str, stiffness: List, estimators: List[str], seeds: int, horiz
     sigma = bcg_envs.BundleConfig().state_sigma[0]
     rows = []
     for k in stiffness:
-        ref = reference_gradient(env_id, k, horizon, reference_samples, sigma)
+        ref = reference_gradient(env_id, k, horizon, reference_samples, sigma, batch=seeds)
         for est in estimators:
             m = measure(env_id, k, est, seeds, horizon)
             cos = float(np.mean([cosine(g, ref) for g in m["grads"]]))
