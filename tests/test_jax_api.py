@@ -11,7 +11,7 @@ import bcg_envs
 from bcg_envs import ESTIMATORS
 
 
-def _rollout_return(env, horizon):
+def _rollout_return(env):
     """``ret(actions, state) -> (return, whether a step diverged)``."""
 
     def ret(actions, state):
@@ -38,7 +38,7 @@ def _batched_rollout(estimator):
     """``(env, value_and_grad, plain)`` of the 32-step return, vmapped over 20 envs and
     compiled once per estimator for every test in this module."""
     env = bcg_envs.make_jax("BoxPush-v0", estimator=estimator)
-    ret = _rollout_return(env, _HORIZON)
+    ret = _rollout_return(env)
     return env, jax.jit(jax.vmap(jax.value_and_grad(ret, has_aux=True))), jax.jit(jax.vmap(ret))
 
 
@@ -80,7 +80,7 @@ def test_grad_through_a_diverging_step_is_finite():
     rollout through it stays finite (a non-finite Jacobian is zeroed, not multiplied by 0)."""
     env, _, _ = _batched_rollout("exact")
     states, actions = _states_and_actions(env)
-    # Env 0's box spins at 5e4 rad/s: its first step diverges.
+    # Env 0 starts with its box spinning at 5e4 rad/s: the simulation diverges.
     states = states.replace(data=states.data.replace(qvel=states.data.qvel.at[0, 4].set(5e4)))
     grads, diverged = _check_rollout_gradients("exact", states, actions)
     assert diverged.tolist() == [True] + [False] * (_BATCH - 1)
