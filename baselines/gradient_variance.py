@@ -56,8 +56,8 @@ def simulations_per_step(estimator: str, nx: int, nu: int, num_samples: int, bun
 
 @functools.lru_cache(maxsize=None)
 def _rollout_gradients(env_id: str, stiffness, estimator: str, horizon: int):
-    """``(env, grads_at)``: ``grads_at(x0, seeds) -> (gradients, bundled fraction)`` of the
-    ``horizon``-step return from each start state in ``x0``, one compiled program per batch
+    """``(env, grads_at)``: ``grads_at(x0, seeds) -> (gradients, bundled fractions)``, per
+    start state in ``x0``, of the ``horizon``-step return; one compiled program per batch
     size, shared by the reference and the ``exact`` row."""
     import jax
     import jax.numpy as jnp
