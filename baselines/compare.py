@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import csv
 import functools
+import inspect
 import json
 import time
 from collections import defaultdict
@@ -37,6 +38,65 @@ def load_config(env_id: str, path: Optional[Path] = None) -> dict:
     if not path.exists():
         raise ValueError(f"no baseline config for {env_id!r}; expected {path}")
     return json.loads(path.read_text())
+
+
+def config_section(algo: str) -> str:
+    """The config section an algorithm reads (both SHAC variants share ``shac``)."""
+    return "shac" if algo.startswith("shac") else algo
+
+
+#: Arguments each runner sets itself: a config that sets them is rejected.
+_RUNNER_ARGS = {
+    "sb3_ppo": {"self", "policy", "env", "seed", "verbose", "device"},
+    "brax_ppo": {"environment", "num_timesteps", "episode_length", "num_evals", "seed", "progress_fn"},
+    "shac": {"environment", "estimator", "num_timesteps", "total_steps", "seed", "num_evals", "num_eval_envs",
+             "progress_fn", "progress_bar"},
+    "brax_apg": {"environment", "policy_updates", "episode_length", "num_evals", "num_eval_envs", "seed", "progress_fn"},
+}
+#: Keys a runner reads itself (not passed on) and keys it cannot run without.
+_RUNNER_KEYS = {"sb3_ppo": {"n_envs"}}
+_REQUIRED = {"sb3_ppo": {"n_steps", "batch_size"}, "shac": {"actor_hidden", "critic_hidden"},
+             "brax_apg": {"horizon_length", "num_envs"}}
+
+
+def _train_function(section: str) -> Callable:
+    if section == "sb3_ppo":
+        from stable_baselines3 import PPO
+
+        return PPO.__init__
+    if section == "brax_ppo":
+        from brax.training.agents.ppo import train as ppo
+
+        return ppo.train
+    if section == "brax_apg":
+        from brax.training.agents.apg import train as apg
+
+        return apg.train
+    from bcg_envs.learners import shac
+
+    return shac.train
+
+
+def validate_config(cfg: dict, env_id: str, algos: List[str]) -> None:
+    """Fail before any compile on a config the runs would reject minutes in: another env's
+    config, a missing section, or a key the algorithm's ``train`` does not take."""
+    if cfg.get("env", env_id) != env_id:
+        raise ValueError(f"config is for env {cfg['env']!r}, not {env_id!r}")
+    for algo in algos:
+        if algo not in RUNNERS:
+            raise ValueError(f"unknown algorithm {algo!r}; choose from {ALGORITHMS}")
+        section = config_section(algo)
+        params = cfg.get(section)
+        if not isinstance(params, dict):
+            raise ValueError(f"config has no {section!r} section (a JSON object of {algo}'s hyper-parameters)")
+        accepted = (set(inspect.signature(_train_function(section)).parameters) - _RUNNER_ARGS[section]
+                    | _RUNNER_KEYS.get(section, set()))
+        unknown = sorted(set(params) - accepted)
+        if unknown:
+            raise ValueError(f"config[{section!r}]: unknown or runner-set keys {unknown}; accepted: {sorted(accepted)}")
+        missing = sorted(_REQUIRED.get(section, set()) - set(params))
+        if missing:
+            raise ValueError(f"config[{section!r}]: missing required keys {missing}")
 
 
 # ----- runners: each returns rows of (env_steps, wall_clock, eval_return) ------------------
@@ -247,10 +307,9 @@ def plot_curves(runs: Dict[str, List[List[Row]]], path: Path, title: str = "") -
 def compare(env_id: str, algos: List[str], seeds: List[int], steps: int, out_dir: Path, evals: int = 5,
             config: Optional[Path] = None) -> str:
     cfg = load_config(env_id, config)
+    validate_config(cfg, env_id, algos)
     out_dir.mkdir(parents=True, exist_ok=True)
     for algo in algos:
-        if algo not in RUNNERS:
-            raise ValueError(f"unknown algorithm {algo!r}; choose from {ALGORITHMS}")
         for seed in seeds:
             print(f"[{env_id}] {algo} seed {seed}: {steps:,} env steps")
             rows = RUNNERS[algo](env_id, steps, seed, cfg, evals)

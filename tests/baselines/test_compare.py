@@ -1,6 +1,7 @@
 """Table and plot writer on a synthetic CSV; every algorithm end to end on a tiny budget."""
 
 import csv
+import json
 
 import pytest
 
@@ -29,6 +30,38 @@ def test_summary_table_from_synthetic_csv(tmp_path):
 def test_steps_to_reach_is_none_when_never_reached():
     rows = [dict(env_steps=1, wall_clock=0, eval_return=0.0)]
     assert compare.steps_to_reach(rows, 1.0) is None
+
+
+def cfg_env(path):
+    """``G1Jump-v0.gpu.json`` configures G1Jump-v0."""
+    return path.stem.removesuffix(".gpu")
+
+
+@pytest.mark.parametrize("path", sorted(compare.CONFIGS.glob("*.json")), ids=lambda p: p.stem)
+def test_committed_configs_are_accepted_by_every_algorithm(path):
+    """Includes the GPU config, which no GPU has run yet: its keys are checked here."""
+    cfg = compare.load_config(cfg_env(path), path)
+    compare.validate_config(cfg, cfg_env(path), list(compare.ALGORITHMS))
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda c: c["shac"].update(actor_lr_=1e-3), r"config\['shac'\]: unknown or runner-set keys \['actor_lr_'\]"),
+        (lambda c: c["brax_ppo"].update(seed=3), r"config\['brax_ppo'\]: unknown or runner-set keys \['seed'\]"),
+        (lambda c: c["sb3_ppo"].pop("n_steps"), r"config\['sb3_ppo'\]: missing required keys \['n_steps'\]"),
+        (lambda c: c.pop("brax_apg"), r"no 'brax_apg' section"),
+        (lambda c: c.update(env="G1Jump-v0"), r"config is for env 'G1Jump-v0', not 'BoxPush-v0'"),
+    ],
+)
+def test_bad_config_is_rejected_before_any_run(tmp_path, edit, message):
+    cfg = compare.load_config("BoxPush-v0")
+    edit(cfg)
+    path = tmp_path / "cfg.json"
+    path.write_text(json.dumps(cfg))
+    with pytest.raises(ValueError, match=message):
+        compare.compare("BoxPush-v0", list(compare.ALGORITHMS), [0], 64, tmp_path / "out", config=path)
+    assert not (tmp_path / "out").exists()
 
 
 #: Each run is a 2-8 minute XLA compile on 2 cores. SHAC exact also trains in
