@@ -94,9 +94,15 @@ def gradient_statistics(
             obs, _ = env.reset()
     env.close()
     if video and frames:
+        import warnings
+
         import imageio
 
-        imageio.mimsave(video, frames, fps=env.unwrapped.metadata["render_fps"])
+        with warnings.catch_warnings():
+            # imageio-ffmpeg starts ffmpeg with fork + exec, which JAX's fork hook warns about;
+            # the child runs no JAX code, so the warning's deadlock cannot happen.
+            warnings.filterwarnings("ignore", message=r"os\.fork\(\) was called", category=RuntimeWarning)
+            imageio.mimsave(video, frames, fps=env.unwrapped.metadata["render_fps"])
     return stats
 
 
