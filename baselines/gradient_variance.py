@@ -85,7 +85,7 @@ def _rollout_gradients(env_id: str, stiffness, estimator: str, horizon: int):
 
     def grads_at(x0, seeds):
         g, bundled = grad_fn(x0, seeds)
-        return np.asarray(g), np.asarray(bundled)
+        return np.asarray(g, np.float64), np.asarray(bundled)  # zeroth's squares overflow float32
 
     return env, grads_at
 
@@ -111,7 +111,7 @@ def measure(env_id: str, stiffness, estimator: str, seeds: int, horizon: int, po
     g, bundled = grads_at(x0, np.arange(seeds))
     seconds = (time.perf_counter() - t0) / seeds
     bundled = float(np.mean(bundled))
-    return {"variance": float(np.sum(np.var(g, axis=0))), "grads": g, "bundled": bundled, "seconds": seconds,
+    return {"variance": variance_across_seeds(g), "grads": g, "bundled": bundled, "seconds": seconds,
             "sims_per_step": simulations_per_step(estimator, env.state_size, env.action_size, env.bundle.num_samples, bundled)}
 
 
@@ -129,7 +129,13 @@ def reference_gradient(env_id: str, stiffness, horizon: int, samples: int, sigma
     return grads[:samples].mean(axis=0)
 
 
+def variance_across_seeds(grads: np.ndarray) -> float:
+    """Total variance (sum over coordinates) of per-seed gradients, in float64."""
+    return float(np.sum(np.var(np.asarray(grads, np.float64), axis=0)))
+
+
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
     return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-12))
 
 

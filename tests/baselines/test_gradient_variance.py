@@ -16,6 +16,14 @@ def test_simulation_counts_follow_the_estimators_cost_model():
     assert gradient_variance.simulations_per_step("bcg", nx, nu, n, 1.0) == 121
 
 
+def test_variance_and_cosine_of_huge_float32_gradients_are_finite():
+    """An under-determined zeroth-order rollout gradient reaches ~1e20 in float32: its
+    square overflows float32 (the session-4 to 6 tables printed ``inf``), not float64."""
+    g = np.array([[1e20, -3e20], [-1e20, 3e20]], np.float32)
+    assert np.isclose(gradient_variance.variance_across_seeds(g), 1e40 + 9e40, rtol=1e-6)
+    assert gradient_variance.cosine(g[0], g[0]) == 1.0 and gradient_variance.cosine(g[0], g[1]) == -1.0
+
+
 def test_sweep_shows_bcg_below_exact_at_the_stiffest_setting(tmp_path):
     """Across 8 seeds (1 mm start-state jitter, plus the bundle's own samples for bcg), the
     gradient of an 8-step return with respect to the start state varies less with bcg than
