@@ -8,7 +8,7 @@ a batch stepped with ``jax.vmap`` (``gym.make_vec(..., num_envs=N)``), both with
 
 from __future__ import annotations
 
-from typing import Any, Dict, NamedTuple, Optional
+from typing import Any, Dict, NamedTuple, Optional, Tuple
 
 import gymnasium
 import jax
@@ -88,6 +88,21 @@ def _autoreset(env: MjxEnv, new):
     return jax.tree.map(pick, fresh, new)
 
 
+def task_spaces(jax_env: MjxEnv) -> Tuple[spaces.Box, spaces.Box]:
+    """One env's (observation, action) spaces: observations within +-OBS_BOUND, actions in [-1, 1]."""
+    return (
+        spaces.Box(-OBS_BOUND, OBS_BOUND, (jax_env.observation_size,), np.float32),
+        spaces.Box(-1.0, 1.0, (jax_env.action_size,), np.float32),
+    )
+
+
+def set_vector_spaces(vector_env: gymnasium.vector.VectorEnv, jax_env: MjxEnv, num_envs: int) -> None:
+    """A vector env's single and batched spaces (Gymnasium's ``VectorEnv`` attributes)."""
+    vector_env.single_observation_space, vector_env.single_action_space = task_spaces(jax_env)
+    vector_env.observation_space = batch_space(vector_env.single_observation_space, num_envs)
+    vector_env.action_space = batch_space(vector_env.single_action_space, num_envs)
+
+
 class _Jitted:
     """Jitted reset/step/grad_step of one JAX env, shared by the single and vector adapters.
 
@@ -153,8 +168,7 @@ class TaskEnv(gymnasium.Env):
         self.metadata = dict(self.metadata, render_fps=int(round(1.0 / jax_env.dt)))
         self._size = (height, width)
         self._renderer = None
-        self.observation_space = spaces.Box(-OBS_BOUND, OBS_BOUND, (jax_env.observation_size,), np.float32)
-        self.action_space = spaces.Box(-1.0, 1.0, (jax_env.action_size,), np.float32)
+        self.observation_space, self.action_space = task_spaces(jax_env)
 
     def _task_info(self) -> Optional[Dict[str, Any]]:
         raise NotImplementedError
@@ -293,11 +307,7 @@ class GymVectorEnv(gymnasium.vector.VectorEnv):
         self.jax_env: MjxEnv = make_jax(env_name, **env_kwargs)
         self.num_envs = num_envs
         self.render_mode = None
-        nobs, nu = self.jax_env.observation_size, self.jax_env.action_size
-        self.single_observation_space = spaces.Box(-OBS_BOUND, OBS_BOUND, (nobs,), np.float32)
-        self.single_action_space = spaces.Box(-1.0, 1.0, (nu,), np.float32)
-        self.observation_space = batch_space(self.single_observation_space, num_envs)
-        self.action_space = batch_space(self.single_action_space, num_envs)
+        set_vector_spaces(self, self.jax_env, num_envs)
         self._fns = _Jitted(self.jax_env, batched=True)
         self._state = None
 

@@ -8,14 +8,12 @@ import gymnasium
 import jax
 import mujoco
 import numpy as np
-from gymnasium import spaces
-from gymnasium.vector.utils import batch_space
 
 from bcg_envs.envs.base import MAX_QVEL, Jacobians, MjxEnv
 from bcg_envs.gradients.config import BundleConfig, check_estimator
 from bcg_envs.mujoco_backend.jacobians import _Stepper
 from bcg_envs.mujoco_backend.simulation import _FULL, _ContactLog, _Core, _Shared
-from bcg_envs.gym import OBS_BOUND, GradStepResult, TaskEnv, check_action
+from bcg_envs.gym import GradStepResult, TaskEnv, check_action, set_vector_spaces
 
 
 # ======================================================================================
@@ -113,11 +111,7 @@ class MujocoVectorEnv(gymnasium.vector.VectorEnv):
         self.jax_env: MjxEnv = self._shared.jax_env
         self.num_envs = num_envs
         self.render_mode = None
-        nobs, nu = self.jax_env.observation_size, self.jax_env.action_size
-        self.single_observation_space = spaces.Box(-OBS_BOUND, OBS_BOUND, (nobs,), np.float32)
-        self.single_action_space = spaces.Box(-1.0, 1.0, (nu,), np.float32)
-        self.observation_space = batch_space(self.single_observation_space, num_envs)
-        self.action_space = batch_space(self.single_action_space, num_envs)
+        set_vector_spaces(self, self.jax_env, num_envs)
         self._cores = [_Core(self._shared) for _ in range(num_envs)]
         self._stepper = _Stepper(self._shared)
         self._started = False

@@ -1,0 +1,73 @@
+"""The MJX Gymnasium vector env (``gym.make_vec``): spaces, same-step autoreset, batched
+grad_step, and the input checks."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import bcg_envs  # noqa: F401  (registers the ids)
+from bcg_envs.gym import GymVectorEnv
+
+N = 3
+
+
+@pytest.fixture(scope="module")
+def vec():
+    v = gym.make_vec("bcg_envs/BoxPush-v0", num_envs=N, vectorization_mode="vector_entry_point",
+                     config={"episode_length": 4})
+    yield v
+    v.close()
+
+
+def test_make_vec_gives_the_mjx_vector_env_with_batched_spaces(vec):
+    assert isinstance(vec, GymVectorEnv)
+    assert vec.single_observation_space.shape == (17,) and vec.single_action_space.shape == (2,)
+    assert vec.observation_space.shape == (N, 17) and vec.action_space.shape == (N, 2)
+
+
+def test_step_autoresets_on_the_same_step(vec):
+    obs, info = vec.reset(seed=0)
+    assert obs.shape == (N, 17) and obs.dtype == np.float32 and obs in vec.observation_space
+    rng = np.random.default_rng(0)
+    for _ in range(4):
+        obs, rew, term, trunc, info = vec.step(rng.uniform(-1, 1, (N, 2)).astype(np.float32))
+        assert rew.shape == (N,) and rew.dtype == np.float32 and np.isfinite(rew).all()
+    assert trunc.all() and not term.any() and info["_final_obs"].all()
+    assert (info["step"] == 4).all()
+    assert not np.allclose(info["final_obs"], obs)  # obs is the new episodes' first
+    assert obs in vec.observation_space
+
+
+def test_grad_step_advances_like_step(vec):
+    actions = np.tile(np.array([[0.7, -0.2]], np.float32), (N, 1))
+    vec.reset(seed=1)
+    obs_step, rew_step, *_ = vec.step(actions)
+    vec.reset(seed=1)
+    out = vec.grad_step(actions, estimator="exact")
+    np.testing.assert_allclose(out.observation, obs_step, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out.reward, rew_step, rtol=1e-5, atol=1e-6)
+    jac = out.jacobians
+    assert jac.A.shape == (N, 10, 10) and jac.B.shape == (N, 10, 2) and jac.C.shape == (N, 17, 10)
+    assert jac.r_x.shape == (N, 10) and jac.r_a.shape == (N, 2)
+    assert all(np.isfinite(j).all() for j in jac)
+
+
+@pytest.mark.parametrize(
+    "actions, match",
+    [
+        (np.zeros((N + 1, 2), np.float32), r"actions must have shape \(3, 2\)"),
+        (np.full((N, 2), np.nan, np.float32), "actions must be finite"),
+    ],
+)
+def test_bad_actions_are_rejected_by_name(vec, actions, match):
+    vec.reset(seed=0)
+    with pytest.raises(ValueError, match=match):
+        vec.step(actions)
+
+
+def test_step_before_reset_and_bad_num_envs():
+    v = bcg_envs.gym.make_vector_env("BoxPush-v0", 2)
+    with pytest.raises(RuntimeError, match="call reset"):
+        v.step(np.zeros((2, 2), np.float32))
+    with pytest.raises(ValueError, match="num_envs must be an integer >= 1"):
+        bcg_envs.gym.make_vector_env("BoxPush-v0", 0)
