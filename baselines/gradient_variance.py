@@ -153,7 +153,22 @@ def sweep(env_id: str, stiffness: List, estimators: List[str], seeds: int, horiz
                        ms_per_rollout_gradient=1e3 * m["seconds"], sims_per_step=m["sims_per_step"], bundled_fraction=m["bundled"])
             print(" ".join(f"{key}={val:.4g}" if isinstance(val, float) else f"{key}={val}" for key, val in row.items()))
             rows.append(row)
+        _release_programs()
     return rows
+
+
+def _release_programs() -> None:
+    """Drop one stiffness level's envs and compiled programs before the next. XLA's CPU
+    code lives in memory maps (~22k for one PlanarHand stiffness level); holding all three
+    reached Linux's default vm.max_map_count (65530) and LLVM failed with 'Cannot allocate
+    memory'."""
+    import gc
+
+    import jax
+
+    _rollout_gradients.cache_clear()
+    jax.clear_caches()
+    gc.collect()
 
 
 def write(rows: List[dict], out_dir: Path) -> None:
