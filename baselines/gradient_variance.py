@@ -85,7 +85,7 @@ def _rollout_gradients(env_id: str, stiffness, estimator: str, horizon: int):
 
     def grads_at(x0, seeds):
         g, bundled = grad_fn(x0, seeds)
-        return np.asarray(g, np.float64), np.asarray(bundled)  # zeroth's squares overflow float32
+        return np.asarray(g), np.asarray(bundled)
 
     return env, grads_at
 
@@ -153,14 +153,25 @@ def sweep(env_id: str, stiffness: List, estimators: List[str], seeds: int, horiz
                        ms_per_rollout_gradient=1e3 * m["seconds"], sims_per_step=m["sims_per_step"], bundled_fraction=m["bundled"])
             print(" ".join(f"{key}={val:.4g}" if isinstance(val, float) else f"{key}={val}" for key, val in row.items()))
             rows.append(row)
+        held = _memory_maps()
         _release_programs()
+        print(f"stiffness={k}: {held} memory maps held by its programs, {_memory_maps()} after release")
     return rows
+
+
+def _memory_maps() -> Optional[int]:
+    """How many memory maps this process holds (Linux; None elsewhere)."""
+    try:
+        with open("/proc/self/maps") as f:
+            return sum(1 for _ in f)
+    except OSError:
+        return None
 
 
 def _release_programs() -> None:
     """Drop one stiffness level's envs and compiled programs before the next. XLA's CPU
-    code lives in memory maps (~22k for one PlanarHand stiffness level); holding all three
-    reached Linux's default vm.max_map_count (65530) and LLVM failed with 'Cannot allocate
+    code lives in memory maps; a PlanarHand sweep that held all three levels' programs
+    reached Linux's default ``vm.max_map_count`` and LLVM failed with 'Cannot allocate
     memory'."""
     import gc
 
