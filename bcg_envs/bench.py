@@ -1,4 +1,5 @@
-"""``bcg-envs bench``: step and grad_step cost, and batched throughput vs raw MJX.
+"""``bcg-envs bench``: step and grad_step cost, batched throughput vs raw MJX, and the
+cost of rollout gradients (reverse mode vs the transposed-Jacobian backward pass).
 
 Everything is measured in one run and reported as ratios too (these machines are noisy,
 so compare ratios, not absolute times, across runs).
@@ -6,8 +7,9 @@ so compare ratios, not absolute times, across runs).
 
 from __future__ import annotations
 
+import resource
 import time
-from typing import Dict
+from typing import Dict, List, Sequence
 
 import numpy as np
 
@@ -86,6 +88,97 @@ def run(
     return {**results, **compiles}
 
 
+def peak_rss_gb() -> float:
+    """Peak resident memory of this process so far (GB; Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def rollout_gradients(
+    env_id: str = "BoxPush-v0",
+    num_envs: int = 16,
+    horizon: int = 32,
+    estimators: Sequence[str] = ESTIMATORS,
+    backwards: Sequence[str] = ("vjp", "jacobians"),
+    repeats: int = 3,
+) -> List[Dict[str, float]]:
+    """Cost of ``jax.grad`` of a ``horizon``-step rollout return of ``num_envs`` vmapped
+    envs (random actions from resets), per estimator and backward pass, against the same
+    rollout without gradients. Rows: ``estimator``, ``backward``, ``compile_s`` (first
+    call), ``grad_ms``, ``forward_ms``, ``ratio`` (grad / forward), ``peak_rss_gb`` (the
+    process's peak after the row). ``bcg (no trigger)`` runs bcg with an unreachable
+    force threshold: its cost over exact's is the price of the contact check."""
+    import dataclasses
+
+    import jax
+    import jax.numpy as jnp
+
+    import bcg_envs
+
+    env = bcg_envs.make_jax(env_id)
+    states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), num_envs))
+    actions = 0.5 * jax.random.uniform(jax.random.PRNGKey(1), (num_envs, horizon, env.action_size), minval=-1, maxval=1)
+    cases = [(e, e, None) for e in estimators]
+    if "bcg" in estimators:
+        never = dataclasses.replace(env.bundle, force_threshold=1e12)
+        cases.append(("bcg (no trigger)", "bcg", never))
+    rows = []
+    forward = None
+    for name, estimator, bundle in cases:
+        for backward in backwards:
+            stepper = env.stepper(estimator, bundle, backward=backward)
+
+            def ret(acts, state, stepper=stepper):
+                def body(s, a):
+                    s = env.step_with(stepper, s, a)
+                    return s, s.reward
+
+                return jnp.sum(jax.lax.scan(body, state, acts)[1])
+
+            grad = jax.jit(jax.vmap(jax.grad(ret)))
+            if forward is None:
+                forward = jax.jit(jax.vmap(ret))
+                jax.block_until_ready(forward(actions, states))
+            compile_s = _seconds(lambda: jax.block_until_ready(grad(actions, states)))
+            grad_s = _median_seconds(lambda: jax.block_until_ready(grad(actions, states)), repeats)
+            fwd_s = _median_seconds(lambda: jax.block_until_ready(forward(actions, states)), repeats)
+            rows.append(
+                {
+                    "estimator": name,
+                    "backward": backward,
+                    "compile_s": compile_s,
+                    "grad_ms": 1e3 * grad_s,
+                    "forward_ms": 1e3 * fwd_s,
+                    "ratio": grad_s / fwd_s,
+                    "peak_rss_gb": peak_rss_gb(),
+                }
+            )
+            del grad
+            jax.clear_caches()  # compiled programs hold memory maps; keep the process small
+    return rows
+
+
+def report_rollout_gradients(rows: List[Dict[str, float]], env_id: str, num_envs: int, horizon: int) -> str:
+    """Markdown table of ``rollout_gradients`` rows, with vjp / jacobians ratios."""
+    by_key = {(r["estimator"], r["backward"]): r for r in rows}
+    lines = [
+        f"Rollout gradient, {env_id}, {num_envs} envs x {horizon} steps (jax.grad of the return, vmapped):",
+        "",
+        "| estimator | backward | compile (s) | grad (ms) | forward (ms) | grad / forward | vjp / jacobians | peak RSS (GB) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        other = by_key.get((r["estimator"], "jacobians"))
+        speed = f"{r['grad_ms'] / other['grad_ms']:.2f}x" if r["backward"] == "vjp" and other else ""
+        lines.append(
+            f"| {r['estimator']} | {r['backward']} | {r['compile_s']:.1f} | {r['grad_ms']:.1f} | {r['forward_ms']:.1f} "
+            f"| {r['ratio']:.1f}x | {speed} | {r['peak_rss_gb']:.1f} |"
+        )
+    exact, quiet = by_key.get(("exact", "vjp")), by_key.get(("bcg (no trigger)", "vjp"))
+    if exact and quiet:
+        lines += ["", f"bcg / exact with nothing triggering (vjp): {quiet['grad_ms'] / exact['grad_ms']:.2f}x"]
+    return "\n".join(lines)
+
+
 def report(results: Dict[str, float]) -> str:
     base = results["gym step"]
     lines = ["| measurement | value | ratio |", "|---|---|---|"]
@@ -105,3 +198,4 @@ def report(results: Dict[str, float]) -> str:
 
 if __name__ == "__main__":
     print(report(run()))
+    print(report_rollout_gradients(rollout_gradients(), "BoxPush-v0", 16, 32))

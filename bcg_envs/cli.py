@@ -49,7 +49,13 @@ def _cmd_gradcheck(args) -> None:
 def _cmd_bench(args) -> None:
     from bcg_envs import bench
 
-    print(bench.report(bench.run(args.env, num_envs=args.num_envs, estimators=args.estimators)))
+    if "step" in args.tables:
+        print(bench.report(bench.run(args.env, num_envs=args.num_envs, estimators=args.estimators)), flush=True)
+    if "rollout" in args.tables:
+        rows = bench.rollout_gradients(
+            args.env, num_envs=args.rollout_envs, horizon=args.horizon, estimators=args.estimators, backwards=args.backward
+        )
+        print(bench.report_rollout_gradients(rows, args.env, args.rollout_envs, args.horizon))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -93,6 +99,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--env", default="BoxPush-v0")
     p.add_argument("--num-envs", type=int, default=64)
     p.add_argument("--estimators", nargs="+", default=list(ESTIMATORS), choices=list(ESTIMATORS))
+    p.add_argument("--tables", nargs="+", default=["step", "rollout"], choices=["step", "rollout"],
+                   help="step: step/grad_step cost and vmap throughput; rollout: rollout-gradient cost (default: both)")
+    p.add_argument("--rollout-envs", type=int, default=16, help="vmapped envs of the rollout-gradient table (default 16)")
+    p.add_argument("--horizon", type=int, default=32, help="control steps of the rollout-gradient table (default 32)")
+    p.add_argument("--backward", nargs="+", default=["vjp", "jacobians"], choices=["vjp", "jacobians"],
+                   help="backward passes to time: vjp (reverse mode, used in training) and jacobians (transposed "
+                   "full Jacobians, the previous design) (default: both)")
     p.set_defaults(fn=_cmd_bench)
     return parser
 

@@ -1,11 +1,20 @@
 """The control step as a differentiable JAX function whose backward pass is an estimator.
 
-MJX's constraint solver runs a ``lax.while_loop`` that reverse mode cannot differentiate,
-and ``opt.iterations = 1`` changes the physics. Forward mode differentiates the converged
-solver exactly, so each estimator here builds explicit Jacobians ``(A, B)`` of the control
-step with ``jax.jacfwd``/``jax.linearize`` (exact, or averaged over a bundle of perturbed
-branches), and a ``jax.custom_vjp`` applies their transposes in the backward pass. The
-same Jacobians serve ``grad_step``. Nothing private of MJX's solver is patched.
+The physics step (``physics/implicit_step.py``) keeps MJX's solver loop out of every
+derivative, so reverse mode runs through it. Each control step is a ``jax.custom_vjp``:
+
+* the forward pass runs the step once and keeps only its inputs (one ``mjx.Data``),
+  so a rollout's memory grows by one state per step, not by every solver intermediate
+  (the backward pass recomputes the step: rematerialization);
+* the backward pass pulls the cotangent back with vector-Jacobian products, never
+  forming ``(A, B)``: ``exact`` is the VJP of the step (the implicit step applies
+  ``H^-1`` to the cotangent), ``bundle`` and triggered ``bcg`` steps the mean of the
+  branches' VJPs; ``zeroth`` and ``alpha`` fit ``(A, B)`` from forward samples (what
+  they are) and apply their transposes.
+
+``jacobians`` builds the full ``(A, B)`` with forward mode for ``grad_step``, and
+``backward="jacobians"`` routes the backward pass through them (the previous design:
+``nx + nu`` tangent columns per step) for comparison and as a test reference.
 """
 
 from __future__ import annotations
@@ -40,21 +49,37 @@ class StepResult(NamedTuple):
     stats: Dict[str, jnp.ndarray]
 
 
+class Configuration(NamedTuple):
+    """The differentiable part of a state: what tangent offsets are measured from."""
+
+    qpos: jnp.ndarray
+    qvel: jnp.ndarray
+    act: jnp.ndarray
+
+
+#: How the backward pass of a control step is computed (see the module docstring).
+BACKWARDS = ("vjp", "jacobians")
+
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class DifferentiableStep:
     """``step(data, action, key, window) -> StepResult``, differentiable by ``estimator``.
 
     ``action_to_ctrl`` maps the normalized action to MuJoCo ``ctrl``; ``config`` must have
-    its ``force_threshold`` filled in (``BundleConfig.with_defaults``).
+    its ``force_threshold`` filled in (``BundleConfig.with_defaults``). ``backward`` is
+    ``"vjp"`` (reverse mode, the default) or ``"jacobians"`` (transposed full Jacobians).
     """
 
     physics: Physics
     action_to_ctrl: Callable[[jnp.ndarray], jnp.ndarray]
     estimator: str
     config: BundleConfig
+    backward: str = "vjp"
 
     def __post_init__(self) -> None:
         check_estimator(self.estimator)
+        if self.backward not in BACKWARDS:
+            raise ValueError(f"backward must be one of {BACKWARDS}, got {self.backward!r}")
         if self.config.force_threshold is None:
             raise ValueError("DifferentiableStep needs config.force_threshold set")
         m = self.physics.mj_model
@@ -66,12 +91,12 @@ class DifferentiableStep:
         object.__setattr__(self, "_body_of_geom", np.asarray(m.geom_bodyid, np.int32))
         # Jitted once per instance: JAX caches the traced jaxpr, so the repeated traces
         # that reverse-mode scans and custom_vjp make of these are nearly free.
-        bcg_step_jacobians = jax.custom_batching.custom_vmap(self._bcg_jacobians)
-        bcg_step_jacobians.def_vmap(self._bcg_jacobians_batched)
-        object.__setattr__(self, "_bcg_step_jacobians", bcg_step_jacobians)
+        object.__setattr__(self, "_bcg_step_jacobians", triggered_bundle(self._exact_jacobians, self._jacobians))
+        object.__setattr__(self, "_bcg_step_vjp", triggered_bundle(self._exact_vjp, self._bundle_vjp))
         object.__setattr__(self, "forward", jax.jit(self._forward))
         object.__setattr__(self, "jacobians", jax.jit(self._jacobians_at))
-        object.__setattr__(self, "_vjp_step", self._build_vjp_step())
+        build = self._build_vjp_step if self.backward == "vjp" else self._build_jacobian_product_step
+        object.__setattr__(self, "_vjp_step", build())
 
     # ----- tangent coordinates -------------------------------------------------------
     def displace(self, data: mjx.Data, dx: jnp.ndarray) -> mjx.Data:
@@ -83,12 +108,12 @@ class DifferentiableStep:
             act=data.act + dx[2 * nv :],
         )
 
-    def offset(self, data: mjx.Data, ref: mjx.Data) -> jnp.ndarray:
+    def offset(self, data: mjx.Data, ref: "mjx.Data | Configuration") -> jnp.ndarray:
         """Tangent offset of ``data``'s state from ``ref``'s."""
         dq = tangent.difference_pos(self.physics.mj_model, data.qpos, ref.qpos)
         return jnp.concatenate([dq, data.qvel - ref.qvel, data.act - ref.act])
 
-    def transition(self, data0: mjx.Data, action: jnp.ndarray, ref_next: mjx.Data):
+    def transition(self, data0: mjx.Data, action: jnp.ndarray, ref_next: "mjx.Data | Configuration"):
         """``f(dx, du)``: next-state offset from ``ref_next`` after stepping from
         ``data0 (+) dx`` with ``action + du``."""
 
@@ -128,42 +153,42 @@ class DifferentiableStep:
             return estimators.alpha_order_bundle(f, dx, du, self._sigma())
         return _drop_mean(estimators.first_order_bundle(f, dx, du))
 
-    def _exact_jacobians(self, data0, action, next_data):
+    def _exact_jacobians(self, data0, action, key, contact, next_data):
         return estimators.exact(self.transition(data0, action, next_data), self.nx, self.nu)
 
-    def _bcg_jacobians(self, data0, action, key, contact, trigger, next_data):
-        """Exact Jacobians, or the contact bundle where this step triggered."""
-        return jax.lax.cond(
-            trigger,
-            lambda: self._jacobians(data0, action, key, contact, next_data),
-            lambda: self._exact_jacobians(data0, action, next_data),
-        )
+    # ----- vector-Jacobian products (the backward pass) -----------------------------------
+    def _exact_vjp(self, data0, action, key, contact, ref_next, g_y):
+        """``(A^T g_y, B^T g_y)`` of the exact step, by reverse mode."""
+        f = self.transition(data0, action, ref_next)
+        _, pull = jax.vjp(f, jnp.zeros(self.nx, g_y.dtype), jnp.zeros(self.nu, g_y.dtype))
+        return pull(g_y)
 
-    def _bcg_jacobians_batched(self, axis_size, in_batched, *args):
-        """``vmap`` rule of ``_bcg_jacobians``: a plain ``vmap`` of the ``lax.cond`` would
-        evaluate the bundle for every env at every step. Here every env gets exact
-        Jacobians, and the triggered envs a bundle, ``bcg_chunk(axis_size)`` envs per pass
-        (at most eight passes when every env triggered). One bundle program of one batch
-        size keeps the compile small: a second, whole-batch branch cost another compile of
-        the bundle for at best fewer, larger passes."""
-        args = [_broadcast(a, b, axis_size) for a, b in zip(args, in_batched)]
-        data0, action, key, contact, trigger, next_data = args
-        bundle_args = (data0, action, key, contact, next_data)
-        exact = jax.vmap(self._exact_jacobians)(data0, action, next_data)
-        chunk = bcg_chunk(axis_size)
-        count = jnp.sum(trigger)
-        order = jnp.argsort(jnp.logical_not(trigger), stable=True)  # triggered envs first
+    def _bundle_vjp(self, data0, action, key, contact, ref_next, g_y):
+        """Mean over the valid branches of each branch's VJP: ``(mean_i A_i)^T g_y``
+        without forming ``A_i``. A branch whose next state or VJP is non-finite is
+        dropped, as in the Jacobian bundle."""
+        f = self.transition(data0, action, ref_next)
+        dx, du = self._offsets(data0, action, key, contact)
 
-        def bundle_chunk(c, out):
-            pos = c * chunk + jnp.arange(chunk)
-            idx = order[jnp.minimum(pos, axis_size - 1)]
-            sub = jax.tree.map(lambda x: x[idx], bundle_args)
-            new = jax.vmap(self._jacobians)(*sub)
-            dest = jnp.where(pos < count, idx, axis_size)  # out of range: dropped
-            return jax.tree.map(lambda o, n: o.at[dest].set(n, mode="drop"), out, new)
+        def branch(dxi, dui):
+            y, pull = jax.vjp(f, dxi, dui)
+            return (y,) + pull(g_y)
 
-        out = jax.lax.fori_loop(0, (count + chunk - 1) // chunk, bundle_chunk, exact)
-        return out, jax.tree.map(lambda _: True, out)
+        y, g_x, g_u = jax.vmap(branch)(dx, du)
+        valid = estimators.finite_rows(y, g_x, g_u)
+        return estimators.masked_mean(g_x, valid), estimators.masked_mean(g_u, valid)
+
+    def _vjp(self, data0, action, key, contact, trigger, ref_next, g_y):
+        """The estimator's ``(A^T g_y, B^T g_y)`` at this step."""
+        args = (data0, action, key, contact, ref_next, g_y)
+        if self.estimator == "exact":
+            return self._exact_vjp(*args)
+        if self.estimator == "bundle":
+            return self._bundle_vjp(*args)
+        if self.estimator == "bcg":
+            return self._bcg_step_vjp(trigger, *args)
+        A, B, _ = self._jacobians(data0, action, key, contact, ref_next)  # zeroth, alpha: fitted
+        return A.T @ g_y, B.T @ g_y
 
     def _trigger(self, contact, window):
         if self.estimator == "bcg":
@@ -193,7 +218,7 @@ class DifferentiableStep:
         """Next step plus the estimator's (A, B) in tangent coordinates and its stats."""
         nominal, next_data, contact, trigger = self.forward(data0, action, key, window)
         if self.estimator == "bcg":
-            A, B, stats = self._bcg_step_jacobians(data0, action, key, contact, trigger, next_data)
+            A, B, stats = self._bcg_step_jacobians(trigger, data0, action, key, contact, next_data)
         else:
             A, B, stats = self._jacobians(data0, action, key, contact, next_data)
         # A non-finite Jacobian (every branch dropped, or a diverging step) becomes zero, so
@@ -202,14 +227,59 @@ class DifferentiableStep:
         A, B = jnp.where(finite, A, 0.0), jnp.where(finite, B, 0.0)
         return (next_data, contact, trigger), (A, B), stats
 
-    def _build_vjp_step(self):
-        model = self.physics.mj_model
-        nv = self.nv
+    def _tangent_cotangent(self, qpos1, g_qpos, g_qvel, g_act):
+        """The cotangent of the next state's (qpos, qvel, act) in tangent coordinates:
+        qpos cotangents live in R^nq and map through the tangent chart at ``qpos1``."""
+        if self._quat:
+            J_int = jax.jacfwd(lambda v: tangent.integrate_pos(self.physics.mj_model, qpos1, v))(jnp.zeros(self.nv))
+            g_qpos = J_int.T @ g_qpos
+        return jnp.concatenate([g_qpos, g_qvel, g_act])
 
-        def primal(qpos, qvel, act, action, data0, key, window):
+    def _state_cotangent(self, qpos0, g_x, g_u):
+        """Tangent-coordinate cotangents ``(g_x, g_u)`` as the step's input cotangents
+        ``(qpos, qvel, act, action, data, key, window)``."""
+        nv = self.nv
+        g_dq0 = g_x[:nv]
+        if self._quat:
+            J_diff = jax.jacfwd(lambda q: tangent.difference_pos(self.physics.mj_model, q, qpos0))(qpos0)
+            g_dq0 = J_diff.T @ g_dq0
+        return (g_dq0, g_x[nv : 2 * nv], g_x[2 * nv :], g_u, None, None, None)
+
+    def _primal(self, qpos, qvel, act, action, data0, key, window):
+        """The step as the custom_vjp sees it: ((qpos, qvel, act), aux) of the next state."""
+        data0 = data0.replace(qpos=qpos, qvel=qvel, act=act)
+        _, next_data, contact, trigger = self.forward(data0, action, key, window)
+        return (next_data.qpos, next_data.qvel, next_data.act), (next_data, contact, trigger)
+
+    def _build_vjp_step(self):
+        """The custom_vjp step whose backward pass recomputes the step and pulls the
+        cotangent back by the estimator's VJP (no full Jacobians)."""
+
+        def fwd(qpos, qvel, act, action, data0, key, window):
+            out = self._primal(qpos, qvel, act, action, data0, key, window)
+            (qpos1, qvel1, act1), (_, contact, trigger) = out
             data0 = data0.replace(qpos=qpos, qvel=qvel, act=act)
-            _, next_data, contact, trigger = self.forward(data0, action, key, window)
-            return (next_data.qpos, next_data.qvel, next_data.act), (next_data, contact, trigger)
+            return out, (data0, action, key, contact, trigger, Configuration(qpos1, qvel1, act1))
+
+        def bwd(res, cotangent):
+            data0, action, key, contact, trigger, ref = res
+            (g_qpos, g_qvel, g_act), _ = cotangent
+            g_y = self._tangent_cotangent(ref.qpos, g_qpos, g_qvel, g_act)
+            g_x, g_u = self._vjp(data0, action, key, contact, trigger, ref, g_y)
+            # A step whose own linearization is non-finite (every branch dropped, or a
+            # diverging step whose state the env reverts) passes a zero cotangent back;
+            # a non-finite incoming cotangent still propagates.
+            ok = jnp.all(jnp.isfinite(g_x)) & jnp.all(jnp.isfinite(g_u))
+            ok = ok | ~jnp.all(jnp.isfinite(g_y))
+            g_x, g_u = jnp.where(ok, g_x, 0.0), jnp.where(ok, g_u, 0.0)
+            return self._state_cotangent(data0.qpos, g_x, g_u)
+
+        step = jax.custom_vjp(self._primal)
+        step.defvjp(fwd, bwd)
+        return step
+
+    def _build_jacobian_product_step(self):
+        """The custom_vjp step whose backward pass applies transposed full Jacobians."""
 
         def fwd(qpos, qvel, act, action, data0, key, window):
             data0 = data0.replace(qpos=qpos, qvel=qvel, act=act)
@@ -220,22 +290,10 @@ class DifferentiableStep:
         def bwd(res, cotangent):
             A, B, qpos0, qpos1 = res
             (g_qpos, g_qvel, g_act), _ = cotangent
-            if self._quat:
-                # Cotangents of qpos live in R^nq; map them to the tangent space and back.
-                J_int = jax.jacfwd(lambda v: tangent.integrate_pos(model, qpos1, v))(jnp.zeros(nv))
-                g_dq = J_int.T @ g_qpos
-            else:
-                g_dq = g_qpos
-            g_y = jnp.concatenate([g_dq, g_qvel, g_act])
-            g_x = A.T @ g_y
-            g_u = B.T @ g_y
-            g_dq0 = g_x[:nv]
-            if self._quat:
-                J_diff = jax.jacfwd(lambda q: tangent.difference_pos(model, q, qpos0))(qpos0)
-                g_dq0 = J_diff.T @ g_dq0
-            return (g_dq0, g_x[nv : 2 * nv], g_x[2 * nv :], g_u, None, None, None)
+            g_y = self._tangent_cotangent(qpos1, g_qpos, g_qvel, g_act)
+            return self._state_cotangent(qpos0, A.T @ g_y, B.T @ g_y)
 
-        step = jax.custom_vjp(primal)
+        step = jax.custom_vjp(self._primal)
         step.defvjp(fwd, bwd)
         return step
 
@@ -259,6 +317,44 @@ def bcg_chunk(num_envs: int) -> int:
     """Envs bundled per pass when ``bcg`` runs batched: one eighth of the batch (at least
     one), so that a few triggered envs cost a few bundles, not ``num_envs``."""
     return max(1, -(-num_envs // 8))
+
+
+def triggered_bundle(exact_fn: Callable, bundle_fn: Callable) -> Callable:
+    """``fn(trigger, *args)``: ``bundle_fn(*args)`` where ``trigger``, else ``exact_fn(*args)``.
+
+    Its ``vmap`` rule avoids what a plain ``vmap`` of the ``lax.cond`` would do (evaluate
+    the bundle for every env at every step): every env gets ``exact_fn``, and the
+    triggered envs ``bundle_fn``, ``bcg_chunk(batch)`` envs per pass (at most eight passes
+    when every env triggered). One bundle program of one batch size keeps the compile
+    small. Used for the Jacobians of ``grad_step`` and the VJPs of the backward pass.
+    """
+
+    def single(trigger, *args):
+        return jax.lax.cond(trigger, lambda: bundle_fn(*args), lambda: exact_fn(*args))
+
+    fn = jax.custom_batching.custom_vmap(single)
+
+    @fn.def_vmap
+    def batched(axis_size, in_batched, trigger, *args):
+        trigger = _broadcast(trigger, in_batched[0], axis_size)
+        args = tuple(_broadcast(a, b, axis_size) for a, b in zip(args, in_batched[1:]))
+        exact = jax.vmap(exact_fn)(*args)
+        chunk = bcg_chunk(axis_size)
+        count = jnp.sum(trigger)
+        order = jnp.argsort(jnp.logical_not(trigger), stable=True)  # triggered envs first
+
+        def bundle_chunk(c, out):
+            pos = c * chunk + jnp.arange(chunk)
+            idx = order[jnp.minimum(pos, axis_size - 1)]
+            sub = jax.tree.map(lambda x: x[idx], args)
+            new = jax.vmap(bundle_fn)(*sub)
+            dest = jnp.where(pos < count, idx, axis_size)  # out of range: dropped
+            return jax.tree.map(lambda o, n: o.at[dest].set(n, mode="drop"), out, new)
+
+        out = jax.lax.fori_loop(0, (count + chunk - 1) // chunk, bundle_chunk, exact)
+        return out, jax.tree.map(lambda _: True, out)
+
+    return fn
 
 
 def _broadcast(tree, batched, size: int):

@@ -51,7 +51,7 @@ def sample_offsets(sampler: Sampler, key: jax.Array, num_samples: int, antitheti
     return jax.vmap(sampler)(jax.random.split(key, num_samples))
 
 
-def _finite_rows(*arrays: jnp.ndarray) -> jnp.ndarray:
+def finite_rows(*arrays: jnp.ndarray) -> jnp.ndarray:
     ok = None
     for a in arrays:
         row_ok = jnp.all(jnp.isfinite(a.reshape(a.shape[0], -1)), axis=1)
@@ -59,7 +59,7 @@ def _finite_rows(*arrays: jnp.ndarray) -> jnp.ndarray:
     return ok
 
 
-def _masked_mean(values: jnp.ndarray, valid: jnp.ndarray) -> jnp.ndarray:
+def masked_mean(values: jnp.ndarray, valid: jnp.ndarray) -> jnp.ndarray:
     w = valid.astype(values.dtype).reshape((-1,) + (1,) * (values.ndim - 1))
     total = jnp.sum(jnp.where(w > 0, values, 0.0), axis=0)
     return total / jnp.maximum(jnp.sum(w), 1.0)
@@ -80,11 +80,11 @@ def _branch_jacobians(f: Transition, dx: jnp.ndarray, du: jnp.ndarray):
 def first_order_bundle(f: Transition, dx: jnp.ndarray, du: jnp.ndarray) -> Jacobians:
     """Mean of exact Jacobians at the perturbed inputs; also returns branch states."""
     A_i, B_i, y_i = _branch_jacobians(f, dx, du)
-    valid = _finite_rows(A_i, B_i, y_i)
+    valid = finite_rows(A_i, B_i, y_i)
     n_valid = jnp.sum(valid)
     stats = _stats(n_valid, dx.shape[0] - n_valid, 1.0)
-    stats["mean_offset"] = _masked_mean(y_i, valid)
-    return _masked_mean(A_i, valid), _masked_mean(B_i, valid), stats
+    stats["mean_offset"] = masked_mean(y_i, valid)
+    return masked_mean(A_i, valid), masked_mean(B_i, valid), stats
 
 
 def _least_squares(w: jnp.ndarray, dy: jnp.ndarray, valid: jnp.ndarray, scale: jnp.ndarray):
@@ -99,7 +99,7 @@ def _least_squares(w: jnp.ndarray, dy: jnp.ndarray, valid: jnp.ndarray, scale: j
 def _zeroth_samples(f: Transition, dx: jnp.ndarray, du: jnp.ndarray):
     y0 = f(jnp.zeros(dx.shape[1]), jnp.zeros(du.shape[1]))
     y_i = jax.vmap(f)(dx, du)
-    return y_i - y0, _finite_rows(y_i) & jnp.all(jnp.isfinite(y0))
+    return y_i - y0, finite_rows(y_i) & jnp.all(jnp.isfinite(y0))
 
 
 def zeroth_order_bundle(f: Transition, dx: jnp.ndarray, du: jnp.ndarray, sigma: jnp.ndarray) -> Jacobians:
@@ -122,17 +122,17 @@ def alpha_order_bundle(f: Transition, dx: jnp.ndarray, du: jnp.ndarray, sigma: j
     A_i, B_i, _ = _branch_jacobians(f, dx, du)
     w = jnp.concatenate([dx, du], axis=1)
     dy, valid0 = _zeroth_samples(f, dx, du)
-    valid = valid0 & _finite_rows(A_i, B_i)
+    valid = valid0 & finite_rows(A_i, B_i)
     n = jnp.maximum(jnp.sum(valid), 1.0)
     safe_sigma = jnp.maximum(sigma, 1e-12)
 
     first_i = jnp.concatenate([A_i, B_i], axis=2)
-    first = _masked_mean(first_i, valid)
+    first = masked_mean(first_i, valid)
     zeroth = _least_squares(w, dy, valid, safe_sigma)
     stein_i = dy[:, :, None] * (w / safe_sigma**2)[:, None, :]
 
     def total_var(samples):
-        mean = _masked_mean(samples, valid)
+        mean = masked_mean(samples, valid)
         sq = jnp.where(valid[:, None, None], (samples - mean) ** 2, 0.0)
         return jnp.sum(sq) / jnp.maximum(n - 1.0, 1.0) / n
 

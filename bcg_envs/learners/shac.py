@@ -83,7 +83,7 @@ def step_fn(env: Any, estimator: Optional[str] = None, bundle: Any = None) -> Ca
     if estimator is None and bundle is None:
         return env.step
     stepper = env.stepper(estimator, bundle)
-    return lambda state, action: env._step(state, action, stepper)
+    return lambda state, action: env.step_with(stepper, state, action)
 
 
 _ENVS: Dict[str, Any] = {}

@@ -68,3 +68,187 @@ def test_batched_bcg_jacobians_match_the_unbatched_step_env_by_env(env, batched_
     # A bundle (10 branches) where the pusher strikes the box, exact Jacobians elsewhere.
     assert np.asarray(stats["bundle_valid"]).tolist() == [10 if h else 1 for h in hits]
     assert np.all(np.isfinite(A)) and np.all(np.isfinite(B))
+
+
+# ----- the reverse-mode backward pass against transposed Jacobians -------------------------
+# DifferentiableStep's backward pass (what jax.grad, the vector envs and SHAC use) pulls
+# cotangents back with VJPs and never forms (A, B). Reference: the step's Jacobians from
+# ``stepper.jacobians`` (forward mode, checked against MuJoCo C finite differences
+# elsewhere), transposed here by hand, through the tangent charts where qpos has quaternions.
+#: Relative to each state's cotangent norm: float32 round-off of two summation orders,
+#: amplified where an impact makes Jacobian entries ~1e2.
+RTOL = 1e-4
+
+
+def _step_vjp(env, estimator, batched):
+    """Jitted ``(data, action, key, window, g) -> cotangents of (qpos, qvel, act, action)``
+    of one differentiable step, for ``g`` on the next (qpos, qvel, act)."""
+    stepper = env.stepper(estimator)
+
+    def vjp(data, action, key, window, g):
+        def out(qpos, qvel, act, a):
+            nxt = stepper(data.replace(qpos=qpos, qvel=qvel, act=act), a, key, window).data
+            return nxt.qpos, nxt.qvel, nxt.act
+
+        return jax.vjp(out, data.qpos, data.qvel, data.act, action)[1](g)
+
+    return jax.jit(jax.vmap(vjp, in_axes=(0, 0, None, 0, 0)) if batched else vjp)
+
+
+def _transposed(env, A, B, qpos0, qpos1, g):
+    """The reference: ``A^T``, ``B^T`` applied to ``g`` in tangent coordinates, with qpos
+    cotangents mapped through ``integrate_pos`` at ``qpos1`` and ``difference_pos`` at
+    ``qpos0`` (identities without quaternions)."""
+    from bcg_envs.physics import tangent
+
+    m, nv = env.mj_model, env.mj_model.nv
+    J_int = jax.jacfwd(lambda v: tangent.integrate_pos(m, qpos1, v))(jnp.zeros(nv))
+    g_y = jnp.concatenate([J_int.T @ g[0], g[1], g[2]])
+    g_x = A.T @ g_y
+    J_diff = jax.jacfwd(lambda q: tangent.difference_pos(m, q, qpos0))(qpos0)
+    return J_diff.T @ g_x[:nv], g_x[nv : 2 * nv], g_x[2 * nv :], B.T @ g_y
+
+
+def _cotangents(data, seed=0):
+    rng = np.random.default_rng(seed)
+    return tuple(jnp.asarray(rng.normal(size=x.shape), jnp.float32) for x in (data.qpos, data.qvel, data.act))
+
+
+def _assert_close(got, want):
+    for a, b in zip(got, want):
+        a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+        assert np.isfinite(a).all()
+        err, scale = np.linalg.norm(a - b), np.linalg.norm(b)
+        assert err <= RTOL * max(scale, 1e-6), (err, scale)
+
+
+def _row(tree, i):
+    return jax.tree.map(lambda x: x[i], tree)
+
+
+def test_bcg_vjp_equals_transposed_jacobians_batched_and_unbatched(env, batched_jacobians):
+    """Struck and untouched boxes in one batch: the batched rule bundles the struck ones'
+    VJPs (mean over branches) and gives the others exact VJPs, as the Jacobians do."""
+    hits = [True, False, True, False]
+    n = len(hits)
+    data = _boxpush_batch(env, n, hits)
+    actions, key, window = jnp.zeros((n, 2)), jax.random.PRNGKey(3), jnp.zeros((n,), jnp.int32)
+    g = _cotangents(data)
+    (nxt, _, trigger), (A, B), _ = batched_jacobians(data, actions, key, window)
+    assert np.asarray(trigger).tolist() == hits
+    got = _step_vjp(env, "bcg", batched=True)(data, actions, key, window, g)
+    single = _step_vjp(env, "bcg", batched=False)
+    for i in range(n):
+        want = _transposed(env, A[i], B[i], data.qpos[i], nxt.qpos[i], _row(g, i))
+        _assert_close(_row(got, i), want)
+        if i < 2:  # unbatched: the lax.cond path, a strike and an untouched box
+            _assert_close(single(_row(data, i), actions[i], key, window[i], _row(g, i)), want)
+
+
+def test_exact_vjp_equals_transposed_jacobians_and_is_finite_at_1000_states(env):
+    """Exact VJPs at 8 states (half of them strikes) against transposed Jacobians; then
+    the same compiled VJP at 1,000 reset states with random actions, 8 at a time."""
+    n = 8
+    data = _boxpush_batch(env, n, [i % 2 == 0 for i in range(n)])
+    rng = np.random.default_rng(0)
+    actions = jnp.asarray(rng.uniform(-1, 1, (n, 2)), jnp.float32)
+    key, window, g = jax.random.PRNGKey(0), jnp.zeros((n,), jnp.int32), _cotangents(data)
+    vjp = _step_vjp(env, "exact", batched=True)
+    jac = jax.jit(jax.vmap(env.stepper("exact").jacobians, in_axes=(0, 0, None, 0)))
+    (nxt, _, _), (A, B), _ = jac(data, actions, key, window)
+    got = vjp(data, actions, key, window, g)
+    for i in range(n):
+        _assert_close(_row(got, i), _transposed(env, A[i], B[i], data.qpos[i], nxt.qpos[i], _row(g, i)))
+    reset = jax.jit(jax.vmap(env.reset))
+    for batch in range(125):
+        states = reset(jax.random.split(jax.random.PRNGKey(100 + batch), n)).data
+        acts = jnp.asarray(rng.uniform(-1, 1, (n, 2)), jnp.float32)
+        out = vjp(states, acts, key, window, _cotangents(states, batch))
+        assert all(np.isfinite(np.asarray(x)).all() for x in out), batch
+
+
+FREE_BODY_XML = """
+<mujoco>
+  <option timestep="0.004" solver="Newton" iterations="20" ls_iterations="10"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="1 1 0.1"/>
+    <body name="puck" pos="0 0 0.06">
+      <freejoint/>
+      <geom type="box" size="0.05 0.05 0.05" mass="0.5"/>
+      <body name="arm" pos="0.05 0 0">
+        <joint name="hinge" type="hinge" axis="0 1 0" damping="0.05"/>
+        <geom type="capsule" fromto="0 0 0 0.08 0 0" size="0.01" mass="0.05"/>
+      </body>
+    </body>
+  </worldbody>
+  <actuator><motor joint="hinge" gear="0.5"/></actuator>
+</mujoco>
+"""
+
+
+@pytest.fixture(scope="module")
+def free_body_env(tmp_path_factory):
+    """A box on a free joint (quaternion qpos, as G1's floating base) resting on a floor,
+    with one motor-driven arm: the cheap model for the tangent-chart checks."""
+    from bcg_envs.envs.base import MjxEnv
+
+    path = tmp_path_factory.mktemp("free") / "free_body.xml"
+    path.write_text(FREE_BODY_XML)
+
+    class FreeBody(MjxEnv):
+        xml_path = path
+        default_force_threshold = 2.0
+
+        @staticmethod
+        def default_config():
+            return {"ctrl_dt": 0.02, "episode_length": 50, "reward_weights": {"height": 1.0}}
+
+        def initial_state(self, key):
+            k1, k2 = jax.random.split(key)
+            axis = jax.random.normal(k1, (3,))
+            angle = 0.2 * jax.random.uniform(k2, ())
+            quat = jnp.concatenate([jnp.cos(angle / 2)[None], jnp.sin(angle / 2) * axis / jnp.linalg.norm(axis)])
+            qpos = jnp.concatenate([jnp.array([0.0, 0.0, 0.052]), quat, jnp.zeros(1)])
+            qvel = 0.3 * jax.random.normal(jax.random.fold_in(key, 1), (7,))
+            return qpos, qvel, {}
+
+        def observe(self, data, info):
+            return jnp.concatenate([data.qpos, data.qvel])
+
+        def reward_terms(self, prev, action, data, info):
+            return {"height": data.qpos[2]}
+
+        def terminated(self, data, info):
+            return jnp.zeros((), bool)
+
+        def success(self, data, info):
+            return jnp.zeros((), bool)
+
+        def action_to_ctrl(self, action):
+            return action
+
+    return FreeBody(estimator="exact")
+
+
+@pytest.mark.parametrize("estimator", ["exact", pytest.param("bcg", marks=pytest.mark.slow)])
+def test_free_joint_vjp_equals_transposed_jacobians(free_body_env, estimator):
+    """Quaternion qpos: cotangents go through the tangent charts the same way in both
+    backward passes, at states where the box lands on its edges (bcg bundles there)."""
+    env = free_body_env
+    n = 4
+    data = jax.vmap(env.reset)(jax.random.split(jax.random.PRNGKey(0), n)).data
+    data = data.replace(qvel=data.qvel.at[:, 2].set(-1.0))  # falling onto the floor
+    actions = jnp.linspace(-1.0, 1.0, n)[:, None]
+    key, window, g = jax.random.PRNGKey(1), jnp.zeros((n,), jnp.int32), _cotangents(data)
+    stepper = env.stepper(estimator)
+    vjp = _step_vjp(env, estimator, batched=False)
+    bundled = 0
+    for i in range(n):
+        args = (_row(data, i), actions[i], key, window[i])
+        (nxt, _, trigger), (A, B), _ = stepper.jacobians(*args)
+        bundled += int(trigger)
+        got = vjp(*args, _row(g, i))
+        _assert_close(got, _transposed(env, A, B, data.qpos[i], nxt.qpos, _row(g, i)))
+        assert np.abs(np.asarray(got[0][3:7])).max() > 0  # the orientation gets a cotangent
+    if estimator == "bcg":
+        assert bundled > 0
