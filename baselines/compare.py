@@ -4,9 +4,13 @@
         --algos sb3_ppo brax_ppo shac_exact shac_bcg brax_apg --out baselines/results/BoxPush-v0
 
 Each (algorithm, seed) run writes ``<out>/<algo>_seed<s>.csv`` with columns
-``env_steps, wall_clock, eval_return``; the summary writes ``curves.png`` (return vs env
-steps and vs wall-clock, mean +- std over seeds) and ``table.md`` (final return, env steps
-to reach 90% of PPO's final return, wall-clock).
+``env_steps, wall_clock, eval_return, eval_success, eval_length`` (success: the fraction of
+the evaluation episodes whose last step reports ``info["is_success"]``; NaN where the
+learner gives no policy to evaluate: Brax APG and SHAC before their final evaluation); the
+summary writes ``curves.png`` (return vs env steps and vs wall-clock, success rate vs env
+steps; mean +- std over seeds) and ``table.md`` (final return, final success rate with its
+95 % Wilson interval over all seeds' episodes, final episode length, env steps to reach
+90% of PPO's final return, wall-clock).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
+from bcg_envs.learners.stats import format_success, wilson_interval
 from bcg_envs.utils import single_cpu_client
 
 ALGORITHMS = ("sb3_ppo", "brax_ppo", "shac_exact", "shac_bcg", "brax_apg")
@@ -48,7 +53,7 @@ def config_section(algo: str) -> str:
 #: Arguments each runner sets itself: a config that sets them is rejected.
 _RUNNER_ARGS = {
     "sb3_ppo": {"self", "policy", "env", "seed", "verbose", "device"},
-    "brax_ppo": {"environment", "num_timesteps", "episode_length", "num_evals", "seed", "progress_fn"},
+    "brax_ppo": {"environment", "num_timesteps", "episode_length", "num_evals", "seed", "progress_fn", "policy_params_fn"},
     "shac": {"environment", "estimator", "num_timesteps", "total_steps", "seed", "num_evals", "num_eval_envs",
              "progress_fn", "progress_bar"},
     "brax_apg": {"environment", "policy_updates", "episode_length", "num_evals", "num_eval_envs", "seed", "progress_fn"},
@@ -99,7 +104,26 @@ def validate_config(cfg: dict, env_id: str, algos: List[str]) -> None:
             raise ValueError(f"config[{section!r}]: missing required keys {missing}")
 
 
-# ----- runners: each returns rows of (env_steps, wall_clock, eval_return) ------------------
+# ----- runners: each returns rows of (env_steps, wall_clock, eval_return, eval_success, eval_length)
+def _row(env_steps, wall_clock, eval_return, eval_success=float("nan"), eval_length=float("nan")) -> Row:
+    return dict(env_steps=env_steps, wall_clock=wall_clock, eval_return=float(eval_return),
+                eval_success=float(eval_success), eval_length=float(eval_length))
+
+
+def _success_rate(env_id: str, make_policy, params, seed: int) -> float:
+    """Success rate of a JAX policy's deterministic action over ``EVAL_EPISODES`` episodes
+    of the Gymnasium env on the MuJoCo C backend (episode-end ``info["is_success"]``)."""
+    import jax
+    import jax.numpy as jnp
+
+    from bcg_envs.envs.evaluation import run_episodes
+
+    policy = jax.jit(make_policy(params, deterministic=True))
+    key = jax.random.PRNGKey(seed)
+    act = lambda obs: np.asarray(policy(jnp.asarray(obs), key)[0])  # noqa: E731
+    return run_episodes(env_id, act, episodes=EVAL_EPISODES, seed=seed, backend="mujoco")["success_rate"]
+
+
 def run_sb3_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> List[Row]:
     """stable-baselines3 PPO on ``n_envs`` Gymnasium envs on the MuJoCo C backend (the
     CPU fast path; same model and task code as the JAX env)."""
@@ -122,8 +146,16 @@ def run_sb3_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> Li
     every = max(steps // evals, 1)
 
     def evaluate(num_timesteps: int) -> None:
-        mean, _ = evaluate_policy(model, eval_env, n_eval_episodes=EVAL_EPISODES, deterministic=True)
-        rows.append(dict(env_steps=num_timesteps, wall_clock=time.perf_counter() - start, eval_return=float(mean)))
+        successes: List[bool] = []
+
+        def on_step(locals_, _globals) -> None:  # the final step's info of each episode
+            if locals_["done"]:
+                successes.append(bool(locals_["info"].get("is_success", False)))
+
+        returns, lengths = evaluate_policy(model, eval_env, n_eval_episodes=EVAL_EPISODES, deterministic=True,
+                                           return_episode_rewards=True, callback=on_step)
+        rows.append(_row(num_timesteps, time.perf_counter() - start, np.mean(returns), np.mean(successes),
+                         np.mean(lengths)))
 
     class Eval(BaseCallback):
         def _on_step(self) -> bool:
@@ -147,9 +179,18 @@ def run_sb3_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> Li
 def _progress_rows(start: float, rows: List[Row]) -> Callable[[int, dict], None]:
     def progress(step: int, metrics: dict) -> None:
         if "eval/episode_reward" in metrics:
-            rows.append(dict(env_steps=int(step), wall_clock=time.perf_counter() - start, eval_return=float(metrics["eval/episode_reward"])))
+            length = metrics.get("eval/episode_length", metrics.get("eval/avg_episode_length", float("nan")))
+            rows.append(_row(int(step), time.perf_counter() - start, metrics["eval/episode_reward"],
+                             metrics.get("eval/success", float("nan")), length))
 
     return progress
+
+
+def _final_success(rows: List[Row], env_id: str, make_policy, params, seed: int) -> None:
+    """Fill the last row's success rate from the trained policy, where the learner's own
+    evaluation did not report one."""
+    if rows and np.isnan(rows[-1]["eval_success"]):
+        rows[-1]["eval_success"] = _success_rate(env_id, make_policy, params, seed)
 
 
 @functools.lru_cache(maxsize=None)
@@ -172,8 +213,25 @@ def run_brax_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> L
     env = _jax_env(env_id, "exact")
     rows: List[Row] = []
     start = time.perf_counter()
+    # Brax calls policy_params_fn after progress_fn at the first evaluation and before it at
+    # the later ones: a rate waits in ``pending`` until its row exists.
+    pending: Dict[int, float] = {}
+    add_row = _progress_rows(start, rows)
+
+    def progress(step: int, metrics: dict) -> None:
+        add_row(step, metrics)
+        if rows and int(rows[-1]["env_steps"]) in pending:
+            rows[-1]["eval_success"] = pending.pop(int(rows[-1]["env_steps"]))
+
+    def success(step: int, make_policy, params) -> None:
+        rate = _success_rate(env_id, make_policy, params, seed)
+        if rows and int(rows[-1]["env_steps"]) == int(step) and np.isnan(rows[-1]["eval_success"]):
+            rows[-1]["eval_success"] = rate
+        else:
+            pending[int(step)] = rate
+
     ppo.train(environment=env, num_timesteps=steps, episode_length=env.episode_length, num_evals=evals + 1,
-              seed=seed, progress_fn=_progress_rows(start, rows), **cfg["brax_ppo"])
+              seed=seed, progress_fn=progress, policy_params_fn=success, **cfg["brax_ppo"])
     return rows
 
 
@@ -193,8 +251,10 @@ def run_brax_apg(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> L
     # Brax APG reports the evaluation index, not env steps: convert.
     per_eval = round(updates / max(evals, 1)) * steps_per_update
     to_rows = _progress_rows(start, rows)
-    apg.train(environment=env, policy_updates=updates, episode_length=env.episode_length, num_evals=evals + 1,
-              num_eval_envs=EVAL_EPISODES, seed=seed, progress_fn=lambda it, m: to_rows(it * per_eval, m), **params)
+    make_policy, trained, _ = apg.train(
+        environment=env, policy_updates=updates, episode_length=env.episode_length, num_evals=evals + 1,
+        num_eval_envs=EVAL_EPISODES, seed=seed, progress_fn=lambda it, m: to_rows(it * per_eval, m), **params)
+    _final_success(rows, env_id, make_policy, trained, seed)
     return rows
 
 
@@ -208,8 +268,10 @@ def _run_shac(estimator: str):
         params = dict(cfg["shac"])
         params["actor_hidden"] = tuple(params["actor_hidden"])
         params["critic_hidden"] = tuple(params["critic_hidden"])
-        shac.train(env, num_timesteps=steps, seed=seed, num_evals=evals + 1, num_eval_envs=EVAL_EPISODES,
-                   progress_fn=_progress_rows(start, rows), progress_bar=False, **params)
+        make_policy, trained, _ = shac.train(env, num_timesteps=steps, seed=seed, num_evals=evals + 1,
+                                             num_eval_envs=EVAL_EPISODES, progress_fn=_progress_rows(start, rows),
+                                             progress_bar=False, **params)
+        _final_success(rows, env_id, make_policy, trained, seed)
         return rows
 
     return run
@@ -228,10 +290,10 @@ RUNNERS = {
 def write_csv(path: Path, rows: List[Row]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=["env_steps", "wall_clock", "eval_return"])
+        writer = csv.DictWriter(f, fieldnames=["env_steps", "wall_clock", "eval_return", "eval_success", "eval_length"])
         writer.writeheader()
         for row in rows:
-            writer.writerow({k: row[k] for k in writer.fieldnames})
+            writer.writerow({k: row.get(k, float("nan")) for k in writer.fieldnames})
 
 
 def read_runs(out_dir: Path) -> Dict[str, List[List[Row]]]:
@@ -240,7 +302,8 @@ def read_runs(out_dir: Path) -> Dict[str, List[List[Row]]]:
     for path in sorted(out_dir.glob("*_seed*.csv")):
         algo = path.stem.rsplit("_seed", 1)[0]
         with path.open() as f:
-            rows = [{k: float(v) for k, v in row.items()} for row in csv.DictReader(f)]
+            rows = [{"eval_success": float("nan"), "eval_length": float("nan"), **{k: float(v) for k, v in row.items()}}
+                    for row in csv.DictReader(f)]  # CSVs written before success was recorded
         if rows:
             runs[algo].append(rows)
     return dict(runs)
@@ -254,8 +317,10 @@ def steps_to_reach(rows: List[Row], target: float) -> Optional[float]:
 
 
 def summary_table(runs: Dict[str, List[List[Row]]], reference: str = "sb3_ppo") -> str:
-    """Markdown: final return (mean +- std over seeds), env steps to 90% of the reference's
-    final return (median over seeds; '—' if never), wall-clock to the end."""
+    """Markdown: final return (mean +- std over seeds), final success rate with its 95 %
+    Wilson interval (all seeds' ``EVAL_EPISODES`` episodes pooled; '—' if not recorded),
+    final episode length, env steps to 90% of the reference's final return (median over
+    seeds; '—' if never), wall-clock to the end."""
     ref = runs.get(reference) or runs.get("brax_ppo")
     target = None
     if ref:
@@ -264,8 +329,8 @@ def summary_table(runs: Dict[str, List[List[Row]]], reference: str = "sb3_ppo") 
         initial = min(r[0]["eval_return"] for seeds in runs.values() for r in seeds)
         target = initial + 0.9 * (ref_final - initial)
     lines = [
-        "| algorithm | seeds | final return | env steps to 90% of PPO | wall-clock (s) |",
-        "|---|---|---|---|---|",
+        "| algorithm | seeds | final return | final success [95% CI] | episode length | env steps to 90% of PPO | wall-clock (s) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for algo, seeds in runs.items():
         finals = np.array([r[-1]["eval_return"] for r in seeds])
@@ -276,7 +341,19 @@ def summary_table(runs: Dict[str, List[List[Row]]], reference: str = "sb3_ppo") 
             hits = [steps_to_reach(r, target) for r in seeds]
             hits = [h for h in hits if h is not None]
             reach = f"{np.median(hits):,.0f} ({len(hits)}/{len(seeds)})" if hits else f"— (0/{len(seeds)})"
-        lines.append(f"| {algo} | {len(seeds)} | {finals.mean():.2f} ± {finals.std():.2f} | {reach} | {wall:.0f} |")
+        success = np.array([r[-1]["eval_success"] for r in seeds])
+        success = success[~np.isnan(success)]
+        if success.size:
+            n = EVAL_EPISODES * success.size
+            k = int(round(float(np.sum(success)) * EVAL_EPISODES))
+            low, high = wilson_interval(k, n)
+            success_text = format_success({"success_rate": k / n, "success_low": low, "success_high": high})
+        else:
+            success_text = "—"
+        lengths = np.array([r[-1]["eval_length"] for r in seeds])
+        length_text = f"{np.nanmean(lengths):.0f}" if np.any(~np.isnan(lengths)) else "—"
+        lines.append(f"| {algo} | {len(seeds)} | {finals.mean():.2f} ± {finals.std():.2f} | {success_text} | {length_text} "
+                     f"| {reach} | {wall:.0f} |")
     return "\n".join(lines)
 
 
@@ -287,7 +364,7 @@ def plot_curves(runs: Dict[str, List[List[Row]]], path: Path, title: str = "") -
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4))
     for algo, seeds in runs.items():
         for ax, key in zip(axes, ("env_steps", "wall_clock")):
             grid = np.linspace(0, min(r[-1][key] for r in seeds), 50)
@@ -295,9 +372,17 @@ def plot_curves(runs: Dict[str, List[List[Row]]], path: Path, title: str = "") -
             mean, std = curves.mean(0), curves.std(0)
             ax.plot(grid, mean, label=algo)
             ax.fill_between(grid, mean - std, mean + std, alpha=0.2)
+        # Success: the evaluations that recorded it (markers; a line where there are several).
+        points = [(row["env_steps"], row["eval_success"]) for r in seeds for row in r if not np.isnan(row["eval_success"])]
+        if points:
+            steps_, rates = (np.array(v) for v in zip(*sorted(points)))
+            uniq = np.unique(steps_)
+            axes[2].plot(uniq, [rates[steps_ == u].mean() for u in uniq], marker="o", label=algo)
     axes[0].set(xlabel="environment steps", ylabel="evaluation return", title=title)
     axes[0].xaxis.set_major_formatter(matplotlib.ticker.EngFormatter())  # 50k, not 50000
     axes[1].set(xlabel="wall-clock (s)", ylabel="evaluation return")
+    axes[2].set(xlabel="environment steps", ylabel="success rate", ylim=(-0.05, 1.05))
+    axes[2].xaxis.set_major_formatter(matplotlib.ticker.EngFormatter())
     axes[0].legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)

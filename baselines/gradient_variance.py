@@ -112,7 +112,7 @@ def measure(env_id: str, stiffness, estimator: str, seeds: int, horizon: int, po
     seconds = (time.perf_counter() - t0) / seeds
     bundled = float(np.mean(bundled))
     return {"variance": variance_across_seeds(g), "grads": g, "bundled": bundled, "seconds": seconds,
-            "sims_per_step": simulations_per_step(estimator, env.state_size, env.action_size, env.bundle.num_samples, bundled)}
+            "sims_per_step": simulations_per_step(estimator, env.state_size, env.action_size, env.stepper(estimator).num_samples, bundled)}
 
 
 def reference_gradient(env_id: str, stiffness, horizon: int, samples: int, sigma: float, batch: int) -> np.ndarray:

@@ -9,6 +9,14 @@ import os
 os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
 
+import contextlib  # noqa: E402
+import io  # noqa: E402
+
+# MJX prints "Failed to import warp" on import where the optional GPU backend (warp) is
+# absent, as on every CPU install; keep that line out of users' output.
+with contextlib.redirect_stdout(io.StringIO()):
+    from mujoco import mjx  # noqa: E402, F401
+
 from bcg_envs.gradients.config import ESTIMATORS, BundleConfig  # noqa: E402
 from bcg_envs.registry import list_envs, make_jax, register_all  # noqa: E402
 

@@ -139,8 +139,13 @@ def rollout_gradients(
                 forward = jax.jit(jax.vmap(ret))
                 jax.block_until_ready(forward(actions, states))
             compile_s = _seconds(lambda: jax.block_until_ready(grad(actions, states)))
-            grad_s = _median_seconds(lambda: jax.block_until_ready(grad(actions, states)), repeats)
-            fwd_s = _median_seconds(lambda: jax.block_until_ready(forward(actions, states)), repeats)
+            # Interleaved, so that both medians see the same load on a shared machine.
+            times = [
+                (_seconds(lambda: jax.block_until_ready(grad(actions, states))),
+                 _seconds(lambda: jax.block_until_ready(forward(actions, states))))
+                for _ in range(repeats)
+            ]
+            grad_s, fwd_s = (float(np.median(t)) for t in zip(*times))
             rows.append(
                 {
                     "estimator": name,

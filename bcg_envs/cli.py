@@ -1,18 +1,50 @@
-"""Command line: ``bcg-envs list | demo | train | evaluate | gradcheck | bench``."""
+"""Command line: ``bcg-envs list | demo | train | evaluate | export | gradcheck | bench``."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from typing import List, Optional
+from pathlib import Path
+from typing import Any, Dict, List, Optional
+
+
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """Appends ``(default: X)`` to every option's help, except where the default is None."""
+
+    def _get_help_string(self, action):
+        if action.default is None:
+            return action.help
+        return super()._get_help_string(action)
+
+
+def env_table(env_ids: Optional[List[str]] = None) -> str:
+    """Id, observation size, action size, control rate (Hz) and episode length of each env.
+
+    Sizes come from building each env with ``make_jax`` (the observation size traces one
+    reset with ``jax.eval_shape``, no compile); the G1 ids take a few seconds each.
+    """
+    import bcg_envs
+
+    rows = [("id", "obs", "act", "control Hz", "episode steps")]
+    for env_id in env_ids or bcg_envs.list_envs():
+        env = bcg_envs.make_jax(env_id)
+        rows.append((env_id, str(env.observation_size), str(env.action_size), f"{1.0 / env.dt:g}",
+                     str(env.episode_length)))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+             for r in rows]
+    return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
 
 
 def _cmd_list(args) -> None:
     import bcg_envs
 
-    for env_id in bcg_envs.list_envs():
-        print(env_id)
+    if args.ids_only:
+        for env_id in bcg_envs.list_envs():
+            print(env_id)
+        return
+    print(env_table())
 
 
 def _cmd_demo(args) -> None:
@@ -21,11 +53,130 @@ def _cmd_demo(args) -> None:
     demo.main(out_dir=args.out, steps=args.steps, seed=args.seed, train_steps=args.train_steps, backend=args.backend)
 
 
+#: ``shac.train`` keywords that ``--config``/``--set`` may not give, and the option to use.
+_TRAIN_RESERVED = {
+    "environment": "--env",
+    "num_timesteps": "--steps",
+    "total_steps": "--steps",
+    "estimator": "--estimator",
+    "seed": "--seed",
+    "progress_fn": "(a Python callable, not settable here)",
+    "devices": "(JAX devices, not settable here)",
+}
+DEFAULT_TRAIN_STEPS = 200_000
+
+
+def train_keywords() -> List[str]:
+    """The ``shac.train`` keywords that ``train --config``/``--set`` accept."""
+    import inspect
+
+    from bcg_envs.learners import shac
+
+    params = inspect.signature(shac.train).parameters
+    return [n for n, p in params.items() if p.kind == p.KEYWORD_ONLY and n not in _TRAIN_RESERVED]
+
+
+def parse_set(items: Optional[List[str]]) -> Dict[str, Any]:
+    """``["key=value", ...]`` -> dict; values parse as JSON, else stay strings."""
+    out: Dict[str, Any] = {}
+    for item in items or []:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ValueError(f"--set expects KEY=VALUE, got {item!r}")
+        try:
+            out[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key] = raw
+    return out
+
+
+def check_train_kwargs(kwargs: Dict[str, Any], source: str) -> Dict[str, Any]:
+    """Raise ``ValueError`` naming ``source`` for keys ``shac.train`` does not take here."""
+    valid = train_keywords()
+    for key in kwargs:
+        if key in _TRAIN_RESERVED:
+            raise ValueError(f"{source}: {key!r} is set by {_TRAIN_RESERVED[key]}, not by --config/--set")
+        if key not in valid:
+            raise ValueError(f"{source}: unknown shac.train keyword {key!r}; valid keys: {', '.join(valid)}")
+    return kwargs
+
+
+def train_settings(args) -> Dict[str, Any]:
+    """``train_run`` arguments from the parsed ``train`` options (``ValueError`` if invalid).
+
+    Learner keywords are layered: the resumed run's settings, then ``--config``, then
+    ``--set``. With ``--resume DIR`` the env, estimator, seed and budget are the run's
+    own (``--steps`` may raise the budget) and training restarts from its newest checkpoint.
+    """
+    kwargs: Dict[str, Any] = {}
+    env_id, estimator, seed = args.env, args.estimator, args.seed
+    steps, out = args.steps, args.out
+    if args.resume is not None:
+        from bcg_envs.learners.shac import latest_checkpoint
+
+        run = Path(args.resume)
+        if not (run / "config.json").exists():
+            raise ValueError(f"--resume: {run} is not a run folder (no config.json)")
+        if out is not None and Path(out).resolve() != run.resolve():
+            raise ValueError(f"--resume continues the run in place; drop --out {out} or make it {run}")
+        config = json.loads((run / "config.json").read_text())
+        learner = dict(config.get("learner", {}))
+        saved_ckpt = learner.get("checkpoint_dir")
+        ckpt_dir = run / "checkpoints"
+        if not ckpt_dir.is_dir() and isinstance(saved_ckpt, str) and Path(saved_ckpt).is_dir():
+            ckpt_dir = Path(saved_ckpt)
+        try:
+            latest_checkpoint(ckpt_dir)
+        except FileNotFoundError as err:
+            raise ValueError(f"--resume: {err}") from None
+        valid = set(train_keywords())
+        drop = ("log_dir", "checkpoint_dir", "restore_from")
+        kwargs = {k: v for k, v in learner.items() if k in valid and k not in drop}
+        if kwargs.get("bundle") is None:
+            kwargs.pop("bundle", None)
+        env_id, estimator, seed = config["env_id"], config["estimator"], int(config["seed"])
+        steps = steps if steps is not None else int(config["steps"])
+        out = str(run)
+        kwargs["restore_from"] = str(ckpt_dir)
+    elif out is None:
+        raise ValueError("--out is required (the run folder to write), unless --resume DIR is given")
+    if args.config is not None:
+        path = Path(args.config)
+        try:
+            loaded = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as err:
+            raise ValueError(f"--config {path}: not a readable JSON file ({err})") from None
+        if not isinstance(loaded, dict):
+            raise ValueError(f"--config {path}: expected a JSON object of shac.train keywords, got {type(loaded).__name__}")
+        kwargs.update(check_train_kwargs(loaded, f"--config {path}"))
+    kwargs.update(check_train_kwargs(parse_set(args.set), "--set"))
+    bundle = kwargs.get("bundle")
+    if isinstance(bundle, str):
+        raise ValueError(f"bundle {bundle!r} is not a BundleConfig; give its fields as JSON: --set 'bundle={{\"num_samples\": 10}}'")
+    if isinstance(bundle, dict):
+        from bcg_envs.gradients.config import BundleConfig
+
+        kwargs["bundle"] = BundleConfig(**bundle)
+    steps = DEFAULT_TRAIN_STEPS if steps is None else int(steps)
+    return dict(env_id=env_id, algo=args.algo, estimator=estimator, steps=steps, seed=seed, out_dir=out, **kwargs)
+
+
 def _cmd_train(args) -> None:
     from bcg_envs.learners.runs import train_run
 
-    result = train_run(args.env, algo=args.algo, estimator=args.estimator, steps=args.steps, seed=args.seed, out_dir=args.out)
+    try:
+        settings = train_settings(args)
+    except (ValueError, TypeError) as err:
+        sys.exit(f"bcg-envs train: error: {err}")
+    env_id = settings.pop("env_id")
+    result = train_run(env_id, **settings)
     print(json.dumps(result, indent=2, default=str))
+    out = Path(settings["out_dir"])
+    print(f"\noutputs in {out.resolve()}:")
+    for path in sorted(out.iterdir()):
+        print(f"  {path.name}{'/' if path.is_dir() else ''}")
+    print(f"next: bcg-envs evaluate --run {out}  |  bcg-envs export --run {out}  |  bcg-envs train --resume {out} --steps N")
 
 
 def _cmd_evaluate(args) -> None:
@@ -58,55 +209,91 @@ def _cmd_bench(args) -> None:
         print(bench.report_rollout_gradients(rows, args.env, args.rollout_envs, args.horizon))
 
 
+def _cmd_export(args) -> None:
+    from bcg_envs.export import NumpyPolicy, export_policy
+
+    out = Path(args.out) if args.out is not None else Path(args.run) / f"policy.{args.format}"
+    path = export_policy(args.run, out, format=args.format)
+    policy = NumpyPolicy.load(path)
+    print(f"wrote {path} (layer sizes {policy.layer_sizes}, {policy.activation}, layer norm {policy.layer_norm}, "
+          f"observation normalizer {policy.normalize_observations})")
+    print("use: from bcg_envs.export import NumpyPolicy; action = NumpyPolicy.load(path)(obs)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     from bcg_envs.gradients.config import ESTIMATORS
 
-    parser = argparse.ArgumentParser(prog="bcg-envs", description=__doc__)
+    parser = argparse.ArgumentParser(prog="bcg-envs", description=__doc__, formatter_class=_HelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="registered environment ids").set_defaults(fn=_cmd_list)
+    p = sub.add_parser("list", help="registered environment ids with observation/action sizes and control rate")
+    p.add_argument("--ids-only", action="store_true", help="print only the ids (builds no env)")
+    p.set_defaults(fn=_cmd_list)
 
     p = sub.add_parser("demo", help="gradient statistics of every estimator on BoxPush (+ plot, video)")
-    p.add_argument("--out", default="demo_out")
-    p.add_argument("--steps", type=int, default=100)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="demo_out", help="folder for the gradient table, plot and rollout video")
+    p.add_argument("--steps", type=int, default=100, help="control steps of the scripted push the gradients are taken along")
+    p.add_argument("--seed", type=int, default=0, help="seed of the rollout and the estimators' samples")
     p.add_argument("--train-steps", type=int, default=0, help="also train SB3 PPO vs SHAC exact vs SHAC bcg for this many env steps")
     p.add_argument("--backend", choices=["mujoco", "mjx"], default="mujoco", help="physics of the gradient table (mjx: one compile per estimator)")
     p.set_defaults(fn=_cmd_demo)
 
-    p = sub.add_parser("train", help="train a policy")
-    p.add_argument("--env", default="BoxPush-v0")
-    p.add_argument("--algo", default="shac", choices=["shac"])
-    p.add_argument("--estimator", default="bcg", choices=list(ESTIMATORS))
-    p.add_argument("--steps", type=int, default=200_000)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", required=True)
+    p = sub.add_parser("train", help="train a policy (writes a run folder)",
+                       description="Train a SHAC policy; the run folder gets config.json, params.msgpack, metrics.json, "
+                       "progress.csv and checkpoints/. Learner settings (bcg_envs.learners.shac.train keywords): "
+                       "the env's defaults, then --config, then --set.")
+    p.add_argument("--env", default="BoxPush-v0", help="environment id (see bcg-envs list)")
+    p.add_argument("--algo", default="shac", choices=["shac"], help="learner")
+    p.add_argument("--estimator", default="bcg", choices=list(ESTIMATORS), help="gradient estimator of the step's backward pass")
+    p.add_argument("--steps", type=int, default=None,
+                   help=f"env-step budget (default: {DEFAULT_TRAIN_STEPS} for a new run, the run's own with --resume)")
+    p.add_argument("--seed", type=int, default=0, help="seed of networks, envs and the training random stream")
+    p.add_argument("--out", default=None, help="run folder to write (required unless --resume)")
+    p.add_argument("--config", metavar="FILE", default=None,
+                   help='JSON object of shac.train keyword arguments, e.g. {"num_envs": 32, "actor_hidden": [64, 64]}')
+    p.add_argument("--set", metavar="KEY=VALUE", action="append", default=None,
+                   help="one shac.train keyword (repeatable, applied after --config); VALUE is parsed as JSON, "
+                   "else kept as a string, e.g. --set horizon=16 --set actor_hidden=[64,64]")
+    p.add_argument("--resume", metavar="DIR", default=None,
+                   help="continue the run in DIR from its newest checkpoint with its own env, estimator, seed and "
+                   "settings (a larger --steps extends it; its learning-rate schedule then stretches)")
     p.set_defaults(fn=_cmd_train)
 
     p = sub.add_parser("evaluate", help="evaluate a trained run")
-    p.add_argument("--run", required=True)
-    p.add_argument("--episodes", type=int, default=5)
-    p.add_argument("--video", default=None)
-    p.add_argument("--sim", default="mjx", choices=["mjx", "mujoco"])
+    p.add_argument("--run", required=True, help="run folder written by bcg-envs train")
+    p.add_argument("--episodes", type=int, default=5, help="full episodes of the deterministic policy")
+    p.add_argument("--video", default=None, help="also write the first episode as this mp4 file")
+    p.add_argument("--sim", default="mjx", choices=["mjx", "mujoco"],
+                   help="mjx: the JAX env; mujoco: the MuJoCo C transfer check next to MJX")
     p.set_defaults(fn=_cmd_evaluate)
 
+    p = sub.add_parser("export", help="write a trained policy as a framework-free file",
+                       description="Write a SHAC run's deterministic policy (observation normalizer included) as .npz; "
+                       "run it with bcg_envs.export.NumpyPolicy.load(path)(obs).")
+    p.add_argument("--run", required=True, help="run folder written by bcg-envs train")
+    p.add_argument("--format", default="npz", choices=["npz"], help="file format")
+    p.add_argument("--out", default=None, help="file to write (default: RUN/policy.npz)")
+    p.set_defaults(fn=_cmd_export)
+
     p = sub.add_parser("gradcheck", help="exact Jacobians vs MuJoCo C finite differences")
-    p.add_argument("--env", default="BoxPush-v0")
-    p.add_argument("--states", type=int, default=5)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--env", default="BoxPush-v0", help="environment id")
+    p.add_argument("--states", type=int, default=5, help="states along a random rollout to check")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random rollout")
     p.set_defaults(fn=_cmd_gradcheck)
 
     p = sub.add_parser("bench", help="step / grad_step cost and batched throughput")
-    p.add_argument("--env", default="BoxPush-v0")
-    p.add_argument("--num-envs", type=int, default=64)
-    p.add_argument("--estimators", nargs="+", default=list(ESTIMATORS), choices=list(ESTIMATORS))
+    p.add_argument("--env", default="BoxPush-v0", help="environment id")
+    p.add_argument("--num-envs", type=int, default=64, help="vmapped envs of the batched-throughput rows")
+    p.add_argument("--estimators", nargs="+", default=list(ESTIMATORS), choices=list(ESTIMATORS), help="estimators to time")
     p.add_argument("--tables", nargs="+", default=["step", "rollout"], choices=["step", "rollout"],
-                   help="step: step/grad_step cost and vmap throughput; rollout: rollout-gradient cost (default: both)")
-    p.add_argument("--rollout-envs", type=int, default=16, help="vmapped envs of the rollout-gradient table (default 16)")
-    p.add_argument("--horizon", type=int, default=32, help="control steps of the rollout-gradient table (default 32)")
+                   help="step: step/grad_step cost and vmap throughput; rollout: rollout-gradient cost")
+    p.add_argument("--rollout-envs", type=int, default=16, help="vmapped envs of the rollout-gradient table")
+    p.add_argument("--horizon", type=int, default=32, help="control steps of the rollout-gradient table")
     p.add_argument("--backward", nargs="+", default=["vjp", "jacobians"], choices=["vjp", "jacobians"],
                    help="backward passes to time: vjp (reverse mode, used in training) and jacobians (transposed "
-                   "full Jacobians, the previous design) (default: both)")
+                   "full Jacobians, the previous design)")
     p.set_defaults(fn=_cmd_bench)
+    for p in sub.choices.values():
+        p.formatter_class = _HelpFormatter
     return parser
 
 

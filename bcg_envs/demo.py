@@ -1,7 +1,7 @@
 """The README's main job: gradient statistics of every estimator on BoxPush, a plot and a video.
 
-Runs a scripted pushing policy, and at each step calls ``grad_step`` from the same state
-with every estimator; prints a table (Jacobian norms, how often bcg bundled, time per
+Runs the scripted pushing policy (``bcg_envs.envs.box_push.scripted``), and at each step
+calls ``grad_step`` from the same state with every estimator; prints a table (Jacobian norms, how often bcg bundled, time per
 call) and writes ``gradients.png`` and ``rollout.mp4`` to the output folder. With
 ``train_steps > 0`` it then runs ``baselines.compare.run_demo``: SB3 PPO vs SHAC with
 exact vs SHAC with BCG gradients on BoxPush, one seed, printed as a table and plotted.
@@ -15,44 +15,34 @@ from typing import Dict, List
 
 import numpy as np
 
+from bcg_envs.envs.box_push.scripted import scripted_push
 from bcg_envs.gradients.config import ESTIMATORS
-
-
-def scripted_push(obs: np.ndarray) -> np.ndarray:
-    """Hold a point 15 cm behind the box (opposite the goal) with a PD force; once on that
-    line, drive at the box (full force until 20 cm from the goal, then easing off), so that
-    the pusher strikes it (a stiff impact) and pushes it on to the goal."""
-    box_to_goal = obs[11:13]
-    pusher_to_box = obs[13:15]
-    direction = box_to_goal / (np.linalg.norm(box_to_goal) + 1e-6)
-    rel = -pusher_to_box  # pusher relative to the box
-    behind = -rel @ direction  # distance behind the box along the push line
-    lateral = np.linalg.norm(rel + behind * direction)
-    if behind > 0.06 and lateral < 0.015:
-        return np.clip(direction * min(1.0, 5.0 * np.linalg.norm(box_to_goal)), -1.0, 1.0).astype(np.float32)
-    error = rel + 0.15 * direction  # pusher minus the staging point
-    return np.clip(-20.0 * error - 3.0 * obs[2:4], -1.0, 1.0).astype(np.float32)
+from bcg_envs.learners.stats import format_success, success_summary
 
 
 def scripted_episodes(episodes: int = 16, seed: int = 0) -> Dict[str, np.ndarray]:
     """Full BoxPush episodes of ``scripted_push`` in MuJoCo C: a hand-written reference
     level for the learned policies' evaluation returns. Returns per-episode ``return``,
-    ``start_distance`` and ``final_distance`` (box to goal, metres)."""
+    ``length``, ``success`` (the last step's ``info["is_success"]``), ``start_distance`` and
+    ``final_distance`` (box to goal, metres)."""
     import gymnasium as gym
 
     import bcg_envs  # noqa: F401
 
     env = gym.make("bcg_envs/BoxPush-v0", backend="mujoco")
-    out = {"return": [], "start_distance": [], "final_distance": []}
+    out = {"return": [], "length": [], "success": [], "start_distance": [], "final_distance": []}
     for episode in range(episodes):
         obs, _ = env.reset(seed=seed + episode)
         out["start_distance"].append(np.linalg.norm(obs[11:13]))
-        total, done = 0.0, False
+        total, steps, done = 0.0, 0, False
         while not done:
-            obs, reward, terminated, truncated, _ = env.step(scripted_push(obs))
+            obs, reward, terminated, truncated, info = env.step(scripted_push(obs))
             total += reward
+            steps += 1
             done = terminated or truncated
         out["return"].append(total)
+        out["length"].append(steps)
+        out["success"].append(bool(info["is_success"]))
         out["final_distance"].append(np.linalg.norm(obs[11:13]))
     env.close()
     return {k: np.asarray(v) for k, v in out.items()}
@@ -150,9 +140,10 @@ def main(out_dir: str = "demo_out", steps: int = 100, seed: int = 0, train_steps
     print(f"wrote {out / 'gradients.png'}, {out / 'rollout.mp4'}, {out / 'gradients.md'}")
     ref = scripted_episodes(seed=seed)
     print(
-        f"scripted push, {len(ref['return'])} full episodes (MuJoCo C): return {ref['return'].mean():.1f} "
-        f"± {ref['return'].std():.1f}; box-goal distance {ref['start_distance'].mean():.3f} m at reset, "
-        f"{ref['final_distance'].mean():.3f} m at the end"
+        f"scripted push, {len(ref['return'])} full episodes (MuJoCo C): success "
+        f"{format_success(success_summary(ref['success']))} (95 % Wilson interval); return "
+        f"{ref['return'].mean():.1f} ± {ref['return'].std():.1f}; episode length {ref['length'].mean():.0f}; "
+        f"box-goal distance {ref['start_distance'].mean():.3f} m at reset, {ref['final_distance'].mean():.3f} m at the end"
     )
     if train_steps:
         _train_comparison(out, train_steps, seed)

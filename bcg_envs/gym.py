@@ -68,7 +68,7 @@ def check_action(action: Any, shape: tuple, name: str = "action") -> np.ndarray:
 
 def _to_numpy_info(state) -> Dict[str, Any]:
     info = {k: np.asarray(v) for k, v in state.info.items() if k not in _HIDDEN_INFO}
-    info.update({k: np.asarray(v) for k, v in state.metrics.items()})
+    info.update({k: np.asarray(v) for k, v in state.metrics.items() if k not in info})  # is_success stays bool
     return info
 
 

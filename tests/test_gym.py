@@ -34,6 +34,7 @@ def test_step_autoresets_on_the_same_step(vec):
         assert rew.shape == (N,) and rew.dtype == np.float32 and np.isfinite(rew).all()
     assert trunc.all() and not term.any() and info["_final_obs"].all()
     assert (info["step"] == 4).all()
+    assert info["is_success"].dtype == bool and info["is_success"].shape == (N,)
     assert not np.allclose(info["final_obs"], obs)  # obs is the new episodes' first
     assert obs in vec.observation_space
 

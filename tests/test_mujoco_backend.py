@@ -22,7 +22,7 @@ from bcg_envs.mujoco_backend import MujocoGymEnv, MujocoVectorEnv
 
 ENV_ID = "bcg_envs/BoxPush-v0"
 BOOKKEEPING = {"step", "bundle_window", "bundled", "sim_diverged", "truncated", "max_contact_force",
-               "bundle_dropped", "bundle_alpha"}
+               "bundle_dropped", "bundle_alpha", "is_success"}
 
 
 def _optional(name: str, module: str):
@@ -148,7 +148,8 @@ def test_per_step_agreement_with_mjx(name):
         a = _smooth_action(t, nu, amp=AMPLITUDE[name])
         if name == "BoxPush-v0":  # steer the pusher at the box, so that many steps are in contact
             a = np.clip(0.5 * a + 0.6 * om[13:15] / (np.linalg.norm(om[13:15]) + 1e-6), -1, 1).astype(np.float32)
-        pattern = _regime(model, qpos, qvel, u._shared.action_map(a), n_sub)
+        ctrl = u._shared.action_map(u._shared.physics_action(np.clip(a, -1, 1), u._core.info))
+        pattern = _regime(model, qpos, qvel, ctrl, n_sub)
         obs, reward, term, trunc, info = c.step(a)
         om, rm, tm, _, im = m.step(a)
         if term or tm:
@@ -164,7 +165,9 @@ def test_per_step_agreement_with_mjx(name):
         contact_steps += bool(pattern[0][0])
     print(f"{name}: {checked} steps checked ({contact_steps} in contact), worst obs difference {worst:.2e}, "
           f"worst relative max_contact_force difference {worst_force:.2e}")
-    assert checked >= 30 and contact_steps > 0 and worst_force < 1e-2
+    # G1 starts at a random clip frame and replays the reference open loop (action 0),
+    # which the tracking-error limit can end after ~30 steps.
+    assert checked >= (20 if name.startswith("G1") else 30) and contact_steps > 0 and worst_force < 1e-2
     c.close()
     m.close()
 
@@ -348,7 +351,7 @@ def test_divergence_reverts_the_step(qvel_scale):
         e.set_state(qpos, qvel)
         out = fn(np.zeros(2, np.float32))
         obs, reward, term, trunc, info = out[:5]
-        assert info["sim_diverged"] and term and reward == 0.0
+        assert info["sim_diverged"] and term and reward == 0.0 and info["is_success"] is False
         assert np.isfinite(obs).all()
         np.testing.assert_array_equal(e.get_state()[0], qpos)  # reverted
         if isinstance(out, GradStepResult):
@@ -429,6 +432,7 @@ def test_vector_env_step_grad_step_and_autoreset():
         assert obs.shape == (n, 17) and rew.shape == (n,) and rew.dtype == np.float32
     assert trunc.all() and info["_final_obs"].all()
     assert (info["step"] == 4).all()
+    assert info["is_success"].dtype == bool and info["is_success"].shape == (n,)
     assert not np.allclose(info["final_obs"], obs)  # obs is the new episodes' first
     out = v.grad_step(rng.uniform(-1, 1, (n, 2)).astype(np.float32), estimator="bcg")
     assert out.jacobians.A.shape == (n, 10, 10) and out.jacobians.B.shape == (n, 10, 2)
@@ -465,3 +469,44 @@ def test_vector_env_matches_single_env():
     assert max(forces) > 0
     v.close()
     s.close()
+
+
+# ----- success ------------------------------------------------------------------------------
+def _success_cases(name, task):
+    """(qpos, qvel, action, expected is_success) around the episode's goal."""
+    if name == "BoxPush-v0":
+        goal, goal_yaw = np.asarray(task["goal"], float), float(task["goal_yaw"])
+        side = -0.15 if goal[0] > 0 else 0.15  # the pusher parked clear of the box
+        out = []
+        for (dx, dyaw), expected in (((0.0, 0.0), True), ((0.012, 0.15), True), ((0.03, 0.0), False), ((0.0, 0.3), False)):
+            box = goal + [dx, 0.0]
+            out.append((np.array([box[0] + side, box[1], box[0], box[1], goal_yaw + dyaw]), np.zeros(5), np.zeros(2), expected))
+        return out
+    from bcg_envs.envs.planar_hand.hand import OPEN_POSE
+
+    goal_yaw = float(task["goal_yaw"])
+    return [(np.array([*OPEN_POSE, 0.0, 0.0, goal_yaw + dyaw]), np.zeros(7), -np.ones(4), expected)
+            for dyaw, expected in ((0.0, True), (0.06, True), (0.2, False), (-0.2, False))]
+
+
+@pytest.mark.parametrize("name", TASKS[:2])
+def test_is_success_agrees_between_backends(name):
+    """Hand-built states at and off the goal: both backends report the same
+    ``info["is_success"]`` (a bool), which the JAX ``State`` also holds in ``metrics``."""
+    c = gym.make(f"bcg_envs/{name}", backend="mujoco").unwrapped
+    m = gym.make(f"bcg_envs/{name}").unwrapped  # the MJX env (its jitted step is shared with tests/envs)
+    _, info = c.reset(seed=1)
+    assert info["is_success"] is False
+    m.reset(seed=1)
+    ref = _Mjx(m.jax_env)
+    task = _task_info(c._core.info)
+    for qpos, qvel, action, expected in _success_cases(name, task):
+        c.set_state(qpos, qvel)
+        m._state = ref.state(qpos, qvel, task)
+        *_, ic = c.step(action.astype(np.float32))
+        *_, im = m.step(action.astype(np.float32))
+        assert ic["is_success"] is expected and im["is_success"] is expected, (qpos, ic["is_success"], im["is_success"])
+        assert m._state.info["is_success"].dtype == bool
+        assert float(m._state.metrics["is_success"]) == float(expected)
+    c.close()
+    m.close()

@@ -120,7 +120,7 @@ class MjxEnv(abc.ABC):
         self.physics = Physics(mj_model, substeps)
         self.estimator = check_estimator(estimator)
         self.bundle = (bundle or BundleConfig()).with_defaults(self.default_force_threshold)
-        self._steppers: Dict[Tuple[str, BundleConfig], DifferentiableStep] = {}
+        self._steppers: Dict[Tuple[str, BundleConfig, str], DifferentiableStep] = {}
         self.stepper()
 
     # ----- what a task provides -----------------------------------------------------
@@ -158,6 +158,30 @@ class MjxEnv(abc.ABC):
     def action_to_ctrl(self, action: jax.Array) -> jax.Array:
         """Map the normalized action in [-1, 1] to MuJoCo ``ctrl``."""
 
+    @abc.abstractmethod
+    def success(self, data: mjx.Data, info: Dict[str, Any]) -> jax.Array:
+        """Whether ``data`` solves the task (bool scalar), stored as ``info["is_success"]``.
+
+        Called after the physics with the new data and the updated info (``step`` and
+        ``truncated`` already advanced); a diverged step reports False regardless.
+        """
+
+    def physics_action(self, action: jax.Array, info: Dict[str, Any]) -> jax.Array:
+        """The action ``action_to_ctrl`` maps, from the policy's clipped action and the
+        state's info before the step; the identity here. A task whose actions are relative
+        to a state-dependent reference (G1's residuals around the reference pose) overrides
+        it; the base differentiates through it (``grad_step``'s ``B`` is chained), and
+        bundle perturbations of the action (``action_sigma``) act on its output."""
+        return action
+
+    def update_info(self, prev: mjx.Data, data: mjx.Data, info: Dict[str, Any]) -> Dict[str, Any]:
+        """Per-step update of task entries of ``info`` (episode accumulators); identity here.
+
+        Called after the physics and before ``reward_terms``, ``terminated`` and ``success``,
+        on both backends; return a new dict (same keys, shapes and dtypes).
+        """
+        return info
+
     # ----- sizes ------------------------------------------------------------------------
     @property
     def mj_model(self) -> mujoco.MjModel:
@@ -189,15 +213,19 @@ class MjxEnv(abc.ABC):
         return self
 
     # ----- the functional API -------------------------------------------------------------
-    def stepper(self, estimator: Optional[str] = None, bundle: Optional[BundleConfig] = None) -> DifferentiableStep:
-        """The differentiable step for an estimator/bundle (cached)."""
+    def stepper(
+        self, estimator: Optional[str] = None, bundle: Optional[BundleConfig] = None, backward: str = "vjp"
+    ) -> DifferentiableStep:
+        """The differentiable step for an estimator/bundle (cached). ``backward="jacobians"``
+        gives the step whose backward pass applies full transposed Jacobians (a reference
+        and benchmark baseline; ``"vjp"``, reverse mode, is what training uses)."""
         estimator = check_estimator(estimator or self.estimator)
         if bundle is not None and not isinstance(bundle, BundleConfig):
             raise ValueError(f"bundle must be a BundleConfig or None, got {type(bundle).__name__}")
         bundle = (bundle or self.bundle).with_defaults(self.default_force_threshold)
-        key = (estimator, bundle)
+        key = (estimator, bundle, backward)
         if key not in self._steppers:
-            self._steppers[key] = DifferentiableStep(self.physics, self.action_to_ctrl, estimator, bundle)
+            self._steppers[key] = DifferentiableStep(self.physics, self.action_to_ctrl, estimator, bundle, backward)
         return self._steppers[key]
 
     def reset(self, rng: jax.Array) -> State:
@@ -219,9 +247,11 @@ class MjxEnv(abc.ABC):
             "max_contact_force": jnp.zeros((), jnp.float32),
             "bundle_dropped": jnp.zeros((), jnp.int32),
             "bundle_alpha": jnp.ones((), jnp.float32),
+            "is_success": jnp.zeros((), bool),
             **task_info,
         }
         metrics = {f"reward/{k}": jnp.zeros(()) for k in self.config["reward_weights"]}
+        metrics["is_success"] = jnp.zeros(())
         return State(data, self.observe(data, info), jnp.zeros(()), jnp.zeros(()), metrics, info)
 
     def reward(self, prev: mjx.Data, action: jax.Array, data: mjx.Data, info: Dict[str, Any]):
@@ -234,10 +264,15 @@ class MjxEnv(abc.ABC):
         """One control step; differentiable through ``state.data`` and ``action``."""
         return self._step(state, action, self.stepper())
 
+    def step_with(self, stepper: DifferentiableStep, state: State, action: jax.Array) -> State:
+        """``step`` whose backward pass is ``stepper``'s (from ``self.stepper(...)``):
+        another estimator, bundle or backward pass than the env's default."""
+        return self._step(state, action, stepper)
+
     def _step(self, state: State, action: jax.Array, stepper: DifferentiableStep) -> State:
         action = jnp.clip(action, -1.0, 1.0)
         rng, key = jax.random.split(state.info["rng"])
-        result = stepper(state.data, action, key, state.info["bundle_window"])
+        result = stepper(state.data, self.physics_action(action, state.info), key, state.info["bundle_window"])
         diverged = ~(
             jnp.all(jnp.isfinite(result.data.qpos))
             & jnp.all(jnp.isfinite(result.data.qvel))
@@ -255,12 +290,15 @@ class MjxEnv(abc.ABC):
             bundle_dropped=jnp.zeros((), jnp.int32),  # grad_step overwrites these two
             bundle_alpha=jnp.ones((), jnp.float32),
         )
+        info = self.update_info(state.data, data, info)
         reward, weighted = self.reward(state.data, action, data, info)
         reward = jnp.where(diverged, 0.0, reward)
         info["truncated"] = info["step"] >= self.episode_length
         done = diverged | self.terminated(data, info)
+        info["is_success"] = ~diverged & jnp.asarray(self.success(data, info), bool)
         metrics = dict(state.metrics)
         metrics.update({f"reward/{k}": v for k, v in weighted.items()})
+        metrics["is_success"] = info["is_success"].astype(jnp.float32)
         obs = self.observe(data, info)
         return state.replace(data=data, obs=obs, reward=reward, done=done.astype(jnp.float32), metrics=metrics, info=info)
 
@@ -273,7 +311,9 @@ class MjxEnv(abc.ABC):
         _, key = jax.random.split(state.info["rng"])
         data0 = state.data
         clipped = jnp.clip(action, -1.0, 1.0)
-        (_, _, _), (A, B), stats = stepper.jacobians(data0, clipped, key, state.info["bundle_window"])
+        u = self.physics_action(clipped, state.info)
+        (_, _, _), (A, B), stats = stepper.jacobians(data0, u, key, state.info["bundle_window"])
+        B = B @ jax.jacfwd(self.physics_action)(clipped, state.info)  # d x'/d a = d x'/d u  d u/d a
         in_box = (jnp.abs(action) <= 1.0).astype(B.dtype)
         B = B * in_box[None, :]
         data1 = next_state.data

@@ -14,7 +14,13 @@ class BundleConfig:
     """Settings of the randomized-smoothing bundle (all fields keyword-only).
 
     Attributes:
-      num_samples: branches B per bundle (10, as in Bundled Contact Gradients).
+      num_samples: branches B per bundle; ``None`` (default) picks per estimator: 10 for
+        the first-order ``bundle`` and ``bcg`` (as in Bundled Contact Gradients),
+        ``2 * (nx + nu)`` for ``zeroth`` and ``alpha``, whose least-squares fit of ``[A B]``
+        has ``nx + nu`` unknowns per row (fewer samples leave it under-determined, and
+        products of its minimum-norm fits over a rollout explode).
+      allow_underdetermined: accept an explicit ``num_samples`` below ``nx + nu`` for
+        ``zeroth``/``alpha`` (the minimum-norm fit); otherwise that raises ``ValueError``.
       state_sigma: perturbation std of (positions, velocities). With ``space="cartesian"``
         they are the contact point's displacement in metres and velocity in m/s (paper:
         1 cm, 2 cm/s); in joint space (and for the global ``bundle``/``zeroth``/``alpha``
@@ -33,10 +39,13 @@ class BundleConfig:
         mean of the branch states (the paper's forward pass).
       antithetic: sample perturbations in +/- pairs (needs an even ``num_samples``).
       damping: damping of the contact-Jacobian pseudo-inverse (paper: 1e-4).
+      perturb_base: let ``bcg`` perturb a floating base (free joint) too; by default only
+        the contacting limb's joints move (a foot's contact perturbs its leg, not the
+        whole robot).
       seed: base seed of the perturbations when no key is threaded through (``grad_step``).
     """
 
-    num_samples: int = 10
+    num_samples: Optional[int] = None
     state_sigma: Tuple[float, float] = (0.01, 0.02)
     action_sigma: float = 0.0
     force_threshold: Optional[float] = None
@@ -46,14 +55,16 @@ class BundleConfig:
     antithetic: bool = False
     damping: float = 1e-4
     seed: int = 0
+    perturb_base: bool = False
+    allow_underdetermined: bool = False
 
     def __post_init__(self) -> None:
         def bad(field: str, expected: str, value: object) -> ValueError:
             return ValueError(f"BundleConfig.{field} must be {expected}, got {value!r}")
 
-        if not _is_int(self.num_samples) or self.num_samples < 1:
-            raise bad("num_samples", "an integer >= 1", self.num_samples)
-        if self.antithetic and self.num_samples % 2:
+        if self.num_samples is not None and (not _is_int(self.num_samples) or self.num_samples < 1):
+            raise bad("num_samples", "None or an integer >= 1", self.num_samples)
+        if self.antithetic and self.num_samples is not None and self.num_samples % 2:
             raise bad("num_samples", "even when antithetic=True", self.num_samples)
         sigma = self.state_sigma
         if (
@@ -81,12 +92,39 @@ class BundleConfig:
             raise bad("damping", "a float > 0", self.damping)
         if not _is_int(self.seed):
             raise bad("seed", "an integer", self.seed)
+        if not isinstance(self.perturb_base, bool):
+            raise bad("perturb_base", "a bool", self.perturb_base)
+        if not isinstance(self.allow_underdetermined, bool):
+            raise bad("allow_underdetermined", "a bool", self.allow_underdetermined)
 
     def with_defaults(self, force_threshold: float) -> "BundleConfig":
         """This config with an environment's default force threshold filled in."""
         if self.force_threshold is not None:
             return self
         return dataclasses.replace(self, force_threshold=float(force_threshold))
+
+
+#: Branches of a first-order bundle when ``num_samples`` is None (the BCG paper's B).
+FIRST_ORDER_SAMPLES = 10
+
+
+def samples_for(config: BundleConfig, estimator: str, nx: int, nu: int) -> int:
+    """The branch count ``estimator`` uses on a system of ``nx`` states and ``nu`` actions
+    (``num_samples``, or its per-estimator default); raises ``ValueError`` for a
+    ``zeroth``/``alpha`` count below ``nx + nu`` unless ``allow_underdetermined``."""
+    check_estimator(estimator)
+    zeroth = estimator in ("zeroth", "alpha")
+    n = config.num_samples
+    if n is None:
+        n = 2 * (nx + nu) if zeroth else FIRST_ORDER_SAMPLES
+        n += n % 2 if config.antithetic else 0
+    elif zeroth and n < nx + nu and not config.allow_underdetermined:
+        raise ValueError(
+            f"BundleConfig.num_samples must be >= nx + nu = {nx + nu} for estimator {estimator!r} (its "
+            f"least-squares fit has {nx + nu} unknowns per row), got {n}; leave it None for "
+            f"2 * (nx + nu), or set allow_underdetermined=True for the minimum-norm fit"
+        )
+    return n
 
 
 def check_estimator(estimator: str) -> str:

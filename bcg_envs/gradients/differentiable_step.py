@@ -28,10 +28,11 @@ import numpy as np
 from mujoco import mjx
 
 from bcg_envs.gradients import estimators
-from bcg_envs.gradients.config import BundleConfig, check_estimator
+from bcg_envs.gradients.config import BundleConfig, check_estimator, samples_for
 from bcg_envs.gradients.perturbations import (
     contact_jacobian,
     contact_sampler,
+    floating_base_dofs,
     global_sampler,
     global_sigma,
 )
@@ -87,6 +88,7 @@ class DifferentiableStep:
         object.__setattr__(self, "na", int(m.na))
         object.__setattr__(self, "nu", int(m.nu))
         object.__setattr__(self, "nx", 2 * int(m.nv) + int(m.na))
+        object.__setattr__(self, "num_samples", samples_for(self.config, self.estimator, self.nx, self.nu))
         object.__setattr__(self, "_quat", tangent.has_quaternions(m))
         object.__setattr__(self, "_body_of_geom", np.asarray(m.geom_bodyid, np.int32))
         # Jitted once per instance: JAX caches the traced jaxpr, so the repeated traces
@@ -133,11 +135,12 @@ class DifferentiableStep:
             active = jnp.where(jnp.any(pressing), pressing, force > 0)
             bodies = jnp.asarray(self._body_of_geom)[jnp.maximum(geoms, 0)]
             jac = contact_jacobian(self.physics.model, bodies, data0, points, active & jnp.all(geoms >= 0, axis=1))
-            sampler = contact_sampler(jac, active, self.nx, self.nv, self.nu, cfg)
+            perturbable = None if cfg.perturb_base else ~floating_base_dofs(self.physics.mj_model)
+            sampler = contact_sampler(jac, active, self.nx, self.nv, self.nu, cfg, perturbable)
         else:
             sigma = global_sigma(self.nv, self.na, self.nu, cfg, zeroth=self.estimator in ("zeroth", "alpha"))
             sampler = global_sampler(sigma, self.nx)
-        return estimators.sample_offsets(sampler, key, cfg.num_samples, cfg.antithetic)
+        return estimators.sample_offsets(sampler, key, self.num_samples, cfg.antithetic)
 
     def _sigma(self):
         return global_sigma(self.nv, self.na, self.nu, self.config, zeroth=True)

@@ -9,14 +9,20 @@ chains of contacts whose normal force exceeds the threshold:
   pseudo-inverse of the stacked relative contact Jacobian ``J``:
   ``dq = J^T (J J^T + lambda I)^-1 dp``;
 * ``space="joint"``: perturb the chain's dofs (those ``J`` moves) directly.
+
+A floating base (free joint) is left out of the chain unless ``BundleConfig.perturb_base``:
+on a humanoid every contact Jacobian moves the base, so perturbing it would move the whole
+robot, not the contacting limb.
 """
 
 from __future__ import annotations
 
-from typing import Tuple
+from typing import Optional, Tuple
 
 import jax
 import jax.numpy as jnp
+import mujoco
+import numpy as np
 from mujoco import mjx
 from mujoco.mjx._src import support
 
@@ -64,11 +70,33 @@ def contact_jacobian(
     return jax.vmap(one)(points, body_ids, active).reshape(-1, model.nv)
 
 
+def floating_base_dofs(model: mujoco.MjModel) -> np.ndarray:
+    """Bool mask (nv,) of the dofs of free joints (a floating base: the whole robot)."""
+    mask = np.zeros(model.nv, bool)
+    for j in np.flatnonzero(model.jnt_type == mujoco.mjtJoint.mjJNT_FREE):
+        adr = int(model.jnt_dofadr[j])
+        mask[adr : adr + 6] = True
+    return mask
+
+
 def contact_sampler(
-    jacobian: jnp.ndarray, active: jnp.ndarray, nx: int, nv: int, nu: int, config: BundleConfig
+    jacobian: jnp.ndarray,
+    active: jnp.ndarray,
+    nx: int,
+    nv: int,
+    nu: int,
+    config: BundleConfig,
+    perturbable: Optional[jnp.ndarray] = None,
 ):
-    """Sampler of contact-local offsets for ``bcg`` (see module docstring)."""
+    """Sampler of contact-local offsets for ``bcg`` (see module docstring).
+
+    ``perturbable`` (bool, nv) masks the dofs a perturbation may move: the contact
+    Jacobian's other columns are zeroed before the pseudo-inverse, so a foot's contact
+    perturbs its leg, not the floating base that carries the whole robot.
+    """
     pos_sigma, vel_sigma = config.state_sigma
+    if perturbable is not None:
+        jacobian = jacobian * jnp.asarray(perturbable, jacobian.dtype)[None, :]
     row_on = jnp.repeat(active, 3).astype(jnp.float32)
     gram = jacobian @ jacobian.T + config.damping * jnp.eye(jacobian.shape[0])
     chain = jnp.any(jnp.abs(jacobian) > 0, axis=0).astype(jnp.float32)

@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bcg_envs.learners import shac
+from bcg_envs.learners.stats import success_summary
 from bcg_envs.registry import short_name
 
 ALGOS = ("shac",)
@@ -161,7 +162,8 @@ def evaluate_run(
     any other value (``"mujoco"``) steps the Gymnasium env with ``backend=sim`` one step
     at a time. ``video`` writes the first episode as an mp4 (imageio) rendered by the
     Gymnasium env (``render_mode="rgb_array"``). Returns ``mean_return``, ``std_return``,
-    ``mean_length`` and ``episodes``.
+    ``mean_length``, ``episodes`` and ``success_rate`` (episodes whose last step reports
+    ``info["is_success"]``) with its 95 % Wilson interval ``success_low``/``success_high``.
     """
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
@@ -169,14 +171,15 @@ def evaluate_run(
     policy = jax.jit(make_policy(params, deterministic=True))
     env_id = config["env_id"]
     if sim == "mjx":
-        returns, lengths = _rollout_mjx(env_id, config["estimator"], policy, episodes, seed, episode_length)
+        returns, lengths, successes = _rollout_mjx(env_id, config["estimator"], policy, episodes, seed, episode_length)
     else:
-        returns, lengths = _rollout_gym(env_id, policy, episodes, seed, episode_length, backend=sim)
+        returns, lengths, successes = _rollout_gym(env_id, policy, episodes, seed, episode_length, backend=sim)
     result = {
         "mean_return": float(np.mean(returns)),
         "std_return": float(np.std(returns)),
         "mean_length": float(np.mean(lengths)),
         "episodes": int(episodes),
+        **success_summary(successes),
     }
     if video is not None:
         path = _record(env_id, policy, video, seed, episode_length, backend=sim)
@@ -193,20 +196,22 @@ def _rollout_mjx(env_id, estimator, policy, episodes, seed, episode_length):
         state = jax.vmap(env.reset)(jax.random.split(key, episodes))
 
         def body(carry, _):
-            state, alive, ret, steps = carry
+            state, alive, ret, steps, success = carry
             action, _ = policy(state.obs, key)
             nxt = jax.vmap(env.step)(state, action)
             ret = ret + jnp.where(alive, nxt.reward, 0.0)
             steps = steps + alive.astype(jnp.int32)
+            success = jnp.where(alive, nxt.info["is_success"], success)  # the episode's last step
             alive = alive & (nxt.done <= 0) & ~nxt.info["truncated"]
-            return (nxt, alive, ret, steps), None
+            return (nxt, alive, ret, steps, success), None
 
-        init = (state, jnp.ones((episodes,), bool), jnp.zeros((episodes,)), jnp.zeros((episodes,), jnp.int32))
-        (_, _, ret, steps), _ = jax.lax.scan(body, init, None, length=length)
-        return ret, steps
+        init = (state, jnp.ones((episodes,), bool), jnp.zeros((episodes,)), jnp.zeros((episodes,), jnp.int32),
+                jnp.zeros((episodes,), bool))
+        (_, _, ret, steps, success), _ = jax.lax.scan(body, init, None, length=length)
+        return ret, steps, success
 
-    ret, steps = rollout(jax.random.PRNGKey(seed))
-    return np.asarray(ret), np.asarray(steps)
+    ret, steps, success = rollout(jax.random.PRNGKey(seed))
+    return np.asarray(ret), np.asarray(steps), np.asarray(success)
 
 
 def _gym_env(env_id, backend, render_mode=None):
@@ -221,20 +226,21 @@ def _gym_env(env_id, backend, render_mode=None):
 def _episode(env, policy, seed, episode_length, frames=None):
     key = jax.random.PRNGKey(seed)
     obs, _ = env.reset(seed=seed)
-    total, steps = 0.0, 0
+    total, steps, success = 0.0, 0, False
     if frames is not None:
         frames.append(env.render())
     limit = episode_length or math.inf
     while steps < limit:
         action, _ = policy(jnp.asarray(obs), key)
-        obs, reward, terminated, truncated, _ = env.step(np.asarray(action))
+        obs, reward, terminated, truncated, info = env.step(np.asarray(action))
         total += float(reward)
         steps += 1
+        success = bool(info["is_success"])
         if frames is not None:
             frames.append(env.render())
         if terminated or truncated:
             break
-    return total, steps
+    return total, steps, success
 
 
 def _rollout_gym(env_id, policy, episodes, seed, episode_length, backend):
@@ -243,7 +249,8 @@ def _rollout_gym(env_id, policy, episodes, seed, episode_length, backend):
         results = [_episode(env, policy, seed + i, episode_length) for i in range(episodes)]
     finally:
         env.close()
-    return np.array([r for r, _ in results]), np.array([n for _, n in results])
+    return (np.array([r for r, _, _ in results]), np.array([n for _, n, _ in results]),
+            np.array([s for _, _, s in results]))
 
 
 def _record(env_id, policy, video, seed, episode_length, backend):
@@ -267,19 +274,22 @@ def sim_to_sim_run(
 ) -> Dict[str, Any]:
     """Transfer check of a run's deterministic policy from MJX to MuJoCo C.
 
-    G1 tracking runs get ``bcg_envs.envs.g1.sim2sim.sim_to_sim`` (falls, tracking error and
-    foot penetration in both simulators); any other env gets ``evaluate_run`` in both
-    simulators side by side (``{"mjx": ..., "mujoco": ...}``).
+    G1 tracking runs get ``bcg_envs.envs.g1.sim2sim.sim_to_sim``: for both simulators the
+    success rate, falls, clips completed, mean key-body position error (cm), mean joint
+    error (rad) and foot penetration, plus ``table`` (``format_sim_to_sim``); any other env
+    gets ``evaluate_run`` in both simulators side by side (``{"mjx": ..., "mujoco": ...}``).
     """
     config, params, make_policy = load_run(run_dir)
     env_id = config["env_id"]
     if short_name(env_id).startswith("G1"):
-        from bcg_envs.envs.g1.sim2sim import sim_to_sim
+        from bcg_envs.envs.g1.sim2sim import format_sim_to_sim, sim_to_sim
 
         policy = jax.jit(make_policy(params, deterministic=True))
         key = jax.random.PRNGKey(seed)
         act = lambda obs: np.asarray(policy(jnp.asarray(obs), key)[0])  # noqa: E731
-        return sim_to_sim(env_id, act, episodes=episodes, seed=seed, max_steps=episode_length)
+        result = sim_to_sim(env_id, act, episodes=episodes, seed=seed, max_steps=episode_length)
+        result["table"] = format_sim_to_sim(result).splitlines()
+        return result
     return {
         sim: evaluate_run(run_dir, episodes=episodes, seed=seed, sim=sim, episode_length=episode_length)
         for sim in ("mjx", "mujoco")

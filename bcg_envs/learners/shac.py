@@ -435,21 +435,26 @@ class _Built:
                 state = jax.lax.with_sharding_constraint(state, jax.tree.map(lambda _: shard, state))
 
                 def body(carry, _):
-                    state, alive, ret, steps = carry
+                    state, alive, ret, steps, success = carry
                     obs = self._norm(normalizer, state.obs)
                     action = networks.deterministic_action(self.actor, actor, obs)
                     nxt = self.step_batch(state, action)
                     ret = ret + jnp.where(alive, nxt.reward, 0.0)
                     steps = steps + alive.astype(jnp.int32)
+                    # success as SB3 reads it: info["is_success"] at the episode's last step
+                    is_success = nxt.info.get("is_success", jnp.zeros_like(alive))  # absent in foreign envs
+                    success = jnp.where(alive, is_success, success)
                     alive = alive & (nxt.done <= 0) & ~nxt.info["truncated"]
-                    return (nxt, alive, ret, steps), None
+                    return (nxt, alive, ret, steps, success), None
 
-                init = (state, jnp.ones((num_envs,), bool), jnp.zeros((num_envs,)), jnp.zeros((num_envs,), jnp.int32))
-                (_, _, ret, steps), _ = jax.lax.scan(body, init, None, length=length)
+                n = num_envs
+                init = (state, jnp.ones((n,), bool), jnp.zeros((n,)), jnp.zeros((n,), jnp.int32), jnp.zeros((n,), bool))
+                (_, _, ret, steps, success), _ = jax.lax.scan(body, init, None, length=length)
                 return {
                     "eval/episode_reward": jnp.mean(ret),
                     "eval/episode_reward_std": jnp.std(ret),
                     "eval/episode_length": jnp.mean(steps.astype(jnp.float32)),
+                    "eval/success": jnp.mean(success.astype(jnp.float32)),
                 }
 
             self._evaluators[(num_envs, length)] = jax.jit(evaluate)
@@ -727,7 +732,7 @@ def train(
         "seed": seed,
         "num_timesteps": num_timesteps,
     }
-    eval_fields = ["eval/episode_reward", "eval/episode_reward_std", "eval/episode_length"]
+    eval_fields = ["eval/episode_reward", "eval/episode_reward_std", "eval/episode_length", "eval/success"]
     train_fields = list(jax.eval_shape(built.iterate, ts, hp)[1]) if log_dir is not None else []
     fields = ["iteration", "num_steps", "walltime", *train_fields, "skipped_updates", *eval_fields]
     loggers = _Loggers(log_dir, fields, append=start > 0)

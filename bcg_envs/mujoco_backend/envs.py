@@ -64,9 +64,7 @@ class MujocoGymEnv(TaskEnv):
     def grad_step(self, action, estimator: Optional[str] = None, bundle: Optional[BundleConfig] = None) -> GradStepResult:
         """``step`` plus the step's Jacobians from finite differences in MuJoCo C."""
         self._require_reset()
-        if estimator is not None:
-            check_estimator(estimator)
-        self._stepper.config(bundle)
+        self._stepper.config(bundle, check_estimator(estimator or self._stepper.default_estimator))
         action = check_action(action, self.action_space.shape)
         (obs, reward, done, truncated), jac = self._stepper.grad_step(self._core, action, estimator, bundle)
         return GradStepResult(obs, reward, done, truncated, self._core.info_dict(), jac)
@@ -151,9 +149,11 @@ class MujocoVectorEnv(gymnasium.vector.VectorEnv):
         actions = check_action(actions, self.action_space.shape, "actions")
         s = self._shared
         m = s.model
-        est, cfg = self._stepper.default_estimator, self._stepper.config(None)
+        est = self._stepper.default_estimator
+        cfg = self._stepper.config(None, est)
         clipped = np.clip(actions, -1.0, 1.0).astype(np.float32)
-        ctrl = s.action_map(clipped)
+        u = np.stack([s.physics_action(clipped[i], core.info) for i, core in enumerate(self._cores)])
+        ctrl = s.action_map(u)
         n = self.num_envs
         starts = np.empty((n, s.nstate))
         warm = np.empty((n, s.nv))
@@ -181,22 +181,21 @@ class MujocoVectorEnv(gymnasium.vector.VectorEnv):
             if est != "bcg":
                 window = 0
             if mean and trig and not diverged[i]:
-                self._stepper._mean(core, starts[i], warm[i], clipped[i], est, cfg, log, self._stepper.rng(core, cfg))
+                self._stepper._mean(core, starts[i], warm[i], u[i], est, cfg, log, self._stepper.rng(core, cfg))
             prev = core.finish(bool(diverged[i]), log, trig, window, clipped[i])
             fv[i], iv[i] = p.pack(prev, clipped[i], core.leaves, core.info)
-        obs, reward, done, metrics = p.unpack(p(fv, iv, batched=True))
+        obs, reward, done, metrics, updates = p.unpack(p(fv, iv, batched=True))
         for i, core in enumerate(self._cores):
             core.obs = obs[i]
             core.metrics = {k: x[i] for k, x in metrics.items()}
+            core.info.update({k: (x[i].item() if x[i].ndim == 0 else x[i]) for k, x in updates.items()})
             core.info["truncated"] = core.info["step"] >= s.episode_length
         return self._outputs(reward, done)
 
     def grad_step(self, actions, estimator: Optional[str] = None, bundle: Optional[BundleConfig] = None) -> GradStepResult:
         """Batched ``grad_step`` (a loop over the envs): every Jacobian gets a leading ``num_envs`` axis."""
         self._require_reset()
-        if estimator is not None:
-            check_estimator(estimator)
-        self._stepper.config(bundle)
+        self._stepper.config(bundle, check_estimator(estimator or self._stepper.default_estimator))
         actions = check_action(actions, self.action_space.shape, "actions")
         results, jacs = [], []
         for i, core in enumerate(self._cores):

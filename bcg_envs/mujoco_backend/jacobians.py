@@ -3,13 +3,15 @@ and the stepper shared by the single and vector envs."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable, Dict, Optional, Tuple
 
 import mujoco
 import numpy as np
 
 from bcg_envs.envs.base import Jacobians
-from bcg_envs.gradients.config import BundleConfig, check_estimator
+from bcg_envs.gradients.config import BundleConfig, check_estimator, samples_for
+from bcg_envs.gradients.perturbations import floating_base_dofs
 from bcg_envs.mujoco_backend.simulation import FD_EPS, KIN_FD_EPS, _FULL, _ContactLog, _Core, _Shared
 
 
@@ -95,6 +97,7 @@ def _global_sigma(s: _Shared, cfg: BundleConfig, zeroth: bool) -> np.ndarray:
 
 
 def _sample(rng: np.random.Generator, draw: Callable[[], Tuple[np.ndarray, np.ndarray]], cfg: BundleConfig):
+    """``cfg.num_samples`` offsets (resolved by ``_Stepper.config``), +/- pairs if antithetic."""
     n = cfg.num_samples // 2 if cfg.antithetic else cfg.num_samples
     pairs = [draw() for _ in range(n)]
     dx = np.stack([p[0] for p in pairs])
@@ -119,6 +122,8 @@ def _contact_sampler(core: _Core, log: _ContactLog, cfg: BundleConfig, rng: np.r
         mujoco.mj_jac(m, d0, jp2, None, point, int(s.body_of_geom[g2]))
         rows.append(jp1 - jp2)
     J = np.concatenate(rows) if rows else np.zeros((0, s.nv))
+    if not cfg.perturb_base:
+        J = J * ~floating_base_dofs(m)[None, :]  # perturb the contacting limb, not the whole robot
     gram = J @ J.T + cfg.damping * np.eye(J.shape[0])
     chain = np.any(np.abs(J) > 0, axis=0).astype(np.float64)
     pos_sigma, vel_sigma = cfg.state_sigma
@@ -195,12 +200,14 @@ def _estimate(core: _Core, f: _Transition, estimator: str, cfg: BundleConfig, lo
 def _physics(core: _Core, action: np.ndarray, estimator: str, cfg: BundleConfig, rolled=None, keep_start=False):
     """Advance ``core.d`` by one control step (MuJoCo C), not yet refreshed or reverted.
 
-    Returns (clipped action, contact log, trigger, next bundle window, diverged,
-    (start state, start warmstart) or (None, None)).
+    Returns (clipped action, physics action (``MjxEnv.physics_action`` of the clipped
+    one), contact log, trigger, next bundle window, diverged, (start state, start
+    warmstart) or (None, None)).
     """
     s = core.s
     clipped = np.minimum(np.maximum(action, -1.0), 1.0).astype(np.float32)
-    ctrl = s.action_map(clipped)
+    u = s.physics_action(clipped, core.info)
+    ctrl = s.action_map(u)
     core.begin()
     start = warm = None
     if keep_start or rolled is not None:
@@ -217,7 +224,7 @@ def _physics(core: _Core, action: np.ndarray, estimator: str, cfg: BundleConfig,
     if estimator != "bcg":
         window = 0
     diverged = core.diverged(time_ok)
-    return clipped, log, trig, window, diverged, (start, warm)
+    return clipped, u, log, trig, window, diverged, (start, warm)
 
 
 def _mean_forward(core: _Core, f: _Transition, estimator: str, cfg: BundleConfig, log: _ContactLog, rng) -> None:
@@ -250,14 +257,19 @@ class _Stepper:
         env = shared.jax_env
         self.default_estimator = env.estimator
         self.default_bundle = env.bundle
-        self._configs: Dict[Optional[BundleConfig], BundleConfig] = {}
+        self._configs: Dict[Tuple[Optional[BundleConfig], str], BundleConfig] = {}
 
-    def config(self, bundle: Optional[BundleConfig]) -> BundleConfig:
+    def config(self, bundle: Optional[BundleConfig], estimator: str) -> BundleConfig:
+        """``bundle`` (or the env's) with the env's force threshold and the estimator's
+        branch count filled in."""
         if bundle is not None and not isinstance(bundle, BundleConfig):
             raise ValueError(f"bundle must be a BundleConfig or None, got {type(bundle).__name__}")
-        if bundle not in self._configs:
-            self._configs[bundle] = (bundle or self.default_bundle).with_defaults(self.s.jax_env.default_force_threshold)
-        return self._configs[bundle]
+        key = (bundle, estimator)
+        if key not in self._configs:
+            cfg = (bundle or self.default_bundle).with_defaults(self.s.jax_env.default_force_threshold)
+            n = samples_for(cfg, estimator, self.s.nx, self.s.nu)
+            self._configs[key] = dataclasses.replace(cfg, num_samples=n, allow_underdetermined=True)
+        return self._configs[key]
 
     def rng(self, core: _Core, cfg: BundleConfig) -> np.random.Generator:
         """The step's perturbation generator: seeded by ``BundleConfig.seed``, the episode
@@ -265,19 +277,21 @@ class _Stepper:
         return np.random.default_rng([cfg.seed, core.episode, int(core.info["step"])])
 
     def step(self, core: _Core, action: np.ndarray):
-        est, cfg = self.default_estimator, self.config(None)
+        est = self.default_estimator
+        cfg = self.config(None, est)
         mean = cfg.forward == "mean" and est != "exact"
-        clipped, log, trig, window, diverged, (start, warm) = _physics(core, action, est, cfg, keep_start=mean)
+        clipped, u, log, trig, window, diverged, (start, warm) = _physics(core, action, est, cfg, keep_start=mean)
         if mean and trig and not diverged:
-            self._mean(core, start, warm, clipped, est, cfg, log, self.rng(core, cfg))
+            self._mean(core, start, warm, u, est, cfg, log, self.rng(core, cfg))
         prev = core.finish(diverged, log, trig, window, clipped)
         out = core.evaluate(prev, clipped, core.leaves, core.info)
         return core.outputs(out)
 
-    def _mean(self, core, start, warm, clipped, est, cfg, log, rng):
+    def _mean(self, core, start, warm, u, est, cfg, log, rng):
+        """``forward="mean"``: branches from the step's start under the physics action ``u``."""
         s = self.s
         ref = np.concatenate([core.d.qpos, core.d.qvel, core.d.act])
-        f = _Transition(s, start, warm, clipped.astype(np.float64), ref)
+        f = _Transition(s, start, warm, u.astype(np.float64), ref)
         self._load_prev(core, start, warm)
         _mean_forward(core, f, est, cfg, log, rng)
 
@@ -291,12 +305,13 @@ class _Stepper:
     def grad_step(self, core: _Core, action: np.ndarray, estimator: Optional[str], bundle: Optional[BundleConfig]):
         s = self.s
         est = check_estimator(estimator or self.default_estimator)
-        cfg = self.config(bundle)
+        cfg = self.config(bundle, est)
         rng = self.rng(core, cfg)
         action = np.asarray(action, np.float32)
         mujoco.mj_copyData(core._prev_d, s.model, core.d)  # start state, refreshed kinematics
         prev_snapshot = core._prev_d
-        clipped, log, trig, window, diverged, (start, warm) = _physics(core, action, est, cfg, keep_start=True)
+        info_before = dict(core.info)
+        clipped, u, log, trig, window, diverged, (start, warm) = _physics(core, action, est, cfg, keep_start=True)
         nx, nu = s.nx, s.nu
         if diverged:
             prev = core.finish(True, log, trig, window, clipped)
@@ -307,11 +322,12 @@ class _Stepper:
             core.info["bundle_alpha"] = 1.0
             return res, jac
         ref = np.concatenate([core.d.qpos, core.d.qvel, core.d.act])
-        f = _Transition(s, start, warm, clipped.astype(np.float64), ref)
+        f = _Transition(s, start, warm, u.astype(np.float64), ref)
         if cfg.forward == "mean" and est != "exact" and trig:
             # The same branches as the Jacobians below (a generator with the same seed).
             _mean_forward(core, f, est, cfg, log, self.rng(core, cfg))
         A, B, dropped, alpha = _estimate(core, f, est, cfg, log, trig, rng)
+        B = B @ s.physics_action.jacobian(clipped, info_before)  # d x'/d a = d x'/d u  d u/d a
         in_box = (np.abs(action) <= 1.0).astype(np.float64)
         B = B * in_box[None, :]
         prev = core.finish(False, log, trig, window, clipped)

@@ -44,6 +44,34 @@ def _default_threads() -> int:
 # ======================================================================================
 # Action map
 # ======================================================================================
+class PhysicsAction:
+    """``MjxEnv.physics_action`` on host data: the policy's clipped action and the step's
+    info (before the step) to the action ``action_to_ctrl`` maps, and its Jacobian for
+    ``grad_step``'s chain rule. The identity, without a JAX call, for tasks that keep the
+    base's hook."""
+
+    def __init__(self, jax_env: MjxEnv):
+        self.identity = type(jax_env).physics_action is MjxEnv.physics_action
+        if not self.identity:
+            self._f = jax.jit(jax_env.physics_action)
+            self._jac = jax.jit(jax.jacfwd(jax_env.physics_action))
+
+    @staticmethod
+    def _info(info: Dict[str, Any]) -> Dict[str, np.ndarray]:
+        return {k: np.asarray(v) for k, v in info.items()}
+
+    def __call__(self, clipped: np.ndarray, info: Dict[str, Any]) -> np.ndarray:
+        if self.identity:
+            return clipped
+        return np.asarray(self._f(clipped, self._info(info)), np.float32)
+
+    def jacobian(self, clipped: np.ndarray, info: Dict[str, Any]) -> np.ndarray:
+        """d physics action / d action, (nu, nu)."""
+        if self.identity:
+            return np.eye(clipped.shape[-1])
+        return np.asarray(self._jac(clipped, self._info(info)), np.float64)
+
+
 class _ActionMap:
     """``action_to_ctrl`` in NumPy: ``c + M a`` when the task's map is affine (checked at
     random points), otherwise the jitted JAX function."""
@@ -153,6 +181,7 @@ class _Shared:
         self.nx = 2 * self.nv + self.na
         self.program = _TaskProgram(env, m)
         self.action_map = _ActionMap(env, self.nu)
+        self.physics_action = PhysicsAction(env)
         self.tangent = _Tangent(m)
         self.nstate = mujoco.mj_stateSize(m, _FULL)
         self.nint = mujoco.mj_stateSize(m, _INTEGRATION)
@@ -196,7 +225,7 @@ class _Shared:
     def new_info(self, task_info: Dict[str, np.ndarray]) -> Dict[str, Any]:
         """Host-side task info (Python scalars, NumPy arrays), the keys of ``state_from``."""
         info = {"step": 0, "bundle_window": 0, "bundled": False, "sim_diverged": False, "truncated": False,
-                "max_contact_force": 0.0, "bundle_dropped": 0, "bundle_alpha": 1.0}
+                "max_contact_force": 0.0, "bundle_dropped": 0, "bundle_alpha": 1.0, "is_success": False}
         for k, v in task_info.items():
             v = np.asarray(v)
             info[k] = v.item() if v.ndim == 0 else v
@@ -329,9 +358,10 @@ class _Core:
         return prev
 
     def outputs(self, out: np.ndarray):
-        obs, reward, done, metrics = self.s.program.unpack(out)
+        obs, reward, done, metrics, updates = self.s.program.unpack(out)
         self.obs = obs
         self.metrics = metrics
+        self.info.update(updates)
         self.info["truncated"] = self.info["step"] >= self.s.episode_length
         truncated = self.info["truncated"] and not done
         return obs, reward, done, truncated

@@ -14,6 +14,10 @@ from mujoco import mjx
 from bcg_envs.envs.base import MjxEnv
 from bcg_envs.gym import OBS_BOUND
 
+#: Info entries ``MjxEnv.state_from`` creates (the rest are the task's own).
+_BASE_INFO = ("rng", "step", "bundle_window", "bundled", "sim_diverged", "truncated", "max_contact_force",
+              "bundle_dropped", "bundle_alpha", "is_success")
+
 #: 1-D constraint arrays that ``mjx.put_data`` reorders into MJX's efc layout.
 _EFC_1D = ("efc_pos", "efc_margin", "efc_frictionloss", "efc_D", "efc_aref", "efc_force")
 
@@ -105,11 +109,14 @@ class _ContactLayout:
 
 
 class _TaskProgram:
-    """``(prev, action, data, info) -> (obs, reward, done, weighted terms)``, jitted once.
+    """``(prev, action, data, info) -> (obs, reward, done, success, weighted terms, task
+    info)``, jitted once.
 
-    Mirrors ``MjxEnv._step`` after the physics: the reward sees ``info`` as given (step
-    already advanced) and is zeroed on divergence; ``terminated`` and ``observe`` see
-    ``truncated = step >= episode_length``; ``done = diverged | terminated``.
+    Mirrors ``MjxEnv._step`` after the physics: ``update_info`` first, then the reward sees
+    ``info`` as given (step already advanced) and is zeroed on divergence; ``terminated``,
+    ``success`` and ``observe`` see ``truncated = step >= episode_length``;
+    ``done = diverged | terminated``; ``success`` is False on divergence. The task's own
+    info entries come back only when the task overrides ``update_info``.
     Inputs travel as one float and one int vector holding only the leaves it reads.
     """
 
@@ -126,6 +133,8 @@ class _TaskProgram:
         self.info_keys = [k for k in info_spec if k != "rng"]
         self._info_avals = {k: (tuple(info_spec[k].shape), np.dtype(info_spec[k].dtype)) for k in self.info_keys}
         self.metric_keys = [f"reward/{k}" for k in jax_env.config["reward_weights"]]
+        updates = type(jax_env).update_info is not MjxEnv.update_info
+        self.task_info_keys = [k for k in self.info_keys if k not in _BASE_INFO] if updates else []
         self.nu = int(model.nu)
         self.nobs = int(jax_env.observation_size)
 
@@ -168,7 +177,8 @@ class _TaskProgram:
         groups = {"prev": 0, "data": 1, "info": 2, "action": 3}
         # flat: entries of more than one axis are raveled when packed
         self._slots = [(groups[g], k, integer, off, off + size, len(shape) > 1) for g, k, shape, integer, off, size in self._entries]
-        self.nout = self.nobs + 2 + len(self.metric_keys)
+        self._task_info_sizes = [int(np.prod(self._info_avals[k][0], dtype=np.int64)) for k in self.task_info_keys]
+        self.nout = self.nobs + 3 + len(self.metric_keys) + sum(self._task_info_sizes)
         self._fns: Dict[tuple, Callable] = {}
 
     # ----- the traced function ------------------------------------------------------------
@@ -178,13 +188,15 @@ class _TaskProgram:
         data = jax.tree_util.tree_unflatten(self._treedef, data_leaves)
         diverged = info["sim_diverged"]
         action = jnp.clip(action, -1.0, 1.0)
+        info = env.update_info(prev, data, dict(info))
         reward, weighted = env.reward(prev, action, data, info)
         reward = jnp.where(diverged, 0.0, reward)
         info = dict(info)
         info["truncated"] = info["step"] >= env.episode_length
         done = diverged | env.terminated(data, info)
+        success = ~diverged & jnp.asarray(env.success(data, info), bool)
         obs = env.observe(data, info)
-        return obs, reward, done, weighted
+        return obs, reward, done, success, weighted, {k: info[k] for k in self.task_info_keys}
 
     def _packed(self, fvec, ivec):
         leaves: Dict[str, Dict[Any, Any]] = {"prev": {}, "data": {}, "info": {}, "action": {}}
@@ -211,9 +223,11 @@ class _TaskProgram:
                 info[k] = v.astype(dtype) if not np.issubdtype(dtype, np.floating) else v
             else:
                 info[k] = jnp.zeros(shape, dtype if not np.issubdtype(dtype, np.floating) else fdt)
-        obs, reward, done, weighted = self._task(rebuild("prev"), action, rebuild("data"), info)
-        parts = [jnp.ravel(obs).astype(fdt), jnp.reshape(reward, (1,)).astype(fdt), jnp.reshape(done, (1,)).astype(fdt)]
+        obs, reward, done, success, weighted, task_info = self._task(rebuild("prev"), action, rebuild("data"), info)
+        parts = [jnp.ravel(obs).astype(fdt), jnp.reshape(reward, (1,)).astype(fdt), jnp.reshape(done, (1,)).astype(fdt),
+                 jnp.reshape(success, (1,)).astype(fdt)]
         parts += [jnp.reshape(weighted[k.split("/", 1)[1]], (1,)).astype(fdt) for k in self.metric_keys]
+        parts += [jnp.ravel(task_info[k]).astype(fdt) for k in self.task_info_keys]
         return jnp.concatenate(parts)
 
     def function(self, batched: bool = False):
@@ -283,15 +297,26 @@ class _TaskProgram:
         return fvec, ivec
 
     def unpack(self, out: np.ndarray):
-        """obs (float32), reward, done, weighted terms: Python scalars for one output,
-        arrays for a batch."""
+        """obs (float32), reward, done, weighted terms, info updates (``is_success`` and the
+        task's own entries): Python scalars for one output, arrays for a batch."""
         obs = out[..., : self.nobs].astype(np.float32)
         np.minimum(obs, OBS_BOUND, out=obs)
         np.maximum(obs, -OBS_BOUND, out=obs)
+        nm = len(self.metric_keys)
+        updates: Dict[str, Any] = {}
+        off = self.nobs + 3 + nm
+        for k, size in zip(self.task_info_keys, self._task_info_sizes):
+            shape, dtype = self._info_avals[k]
+            v = out[..., off : off + size].astype(dtype)
+            updates[k] = v.reshape(out.shape[:-1] + shape)
+            off += size
         if out.ndim == 1:
-            rest = out[self.nobs :].tolist()
-            return obs, rest[0], rest[1] > 0.5, dict(zip(self.metric_keys, rest[2:]))
+            rest = out[self.nobs : self.nobs + 3 + nm].tolist()
+            updates = {k: (v.item() if v.ndim == 0 else v) for k, v in updates.items()}
+            updates["is_success"] = rest[2] > 0.5
+            return obs, rest[0], rest[1] > 0.5, dict(zip(self.metric_keys, rest[3:])), updates
         reward = out[:, self.nobs].astype(np.float32)
         done = out[:, self.nobs + 1] > 0.5
-        metrics = {k: out[:, self.nobs + 2 + j].astype(np.float32) for j, k in enumerate(self.metric_keys)}
-        return obs, reward, done, metrics
+        updates["is_success"] = out[:, self.nobs + 2] > 0.5
+        metrics = {k: out[:, self.nobs + 3 + j].astype(np.float32) for j, k in enumerate(self.metric_keys)}
+        return obs, reward, done, metrics, updates

@@ -19,10 +19,27 @@ def test_summary_table_from_synthetic_csv(tmp_path):
     runs = compare.read_runs(tmp_path)
     table = compare.summary_table(runs)
     lines = table.splitlines()
-    assert lines[0] == "| algorithm | seeds | final return | env steps to 90% of PPO | wall-clock (s) |"
+    assert lines[0] == ("| algorithm | seeds | final return | final success [95% CI] | episode length "
+                        "| env steps to 90% of PPO | wall-clock (s) |")
     # target = -10 + 0.9 * (10 - -10) = 8: PPO reaches it at 2000 steps, SHAC at 500.
-    assert "| sb3_ppo | 2 | 10.00 ± 0.00 | 2,000 (2/2) | 11 |" in lines
-    assert "| shac_bcg | 1 | 12.00 ± 0.00 | 500 (1/1) | 40 |" in lines
+    # These CSVs predate the success columns: '—'.
+    assert "| sb3_ppo | 2 | 10.00 ± 0.00 | — | — | 2,000 (2/2) | 11 |" in lines
+    assert "| shac_bcg | 1 | 12.00 ± 0.00 | — | — | 500 (1/1) | 40 |" in lines
+    compare.plot_curves(runs, tmp_path / "curves.png")
+    assert (tmp_path / "curves.png").stat().st_size > 1000
+
+
+def test_summary_table_reports_success_with_a_wilson_interval(tmp_path):
+    from bcg_envs.learners.stats import wilson_interval
+
+    for seed, final in enumerate((0.5, 0.75)):
+        compare.write_csv(tmp_path / f"sb3_ppo_seed{seed}.csv", [
+            dict(env_steps=0, wall_clock=0, eval_return=-5, eval_success=0.0, eval_length=200),
+            dict(env_steps=100, wall_clock=1, eval_return=5, eval_success=final, eval_length=150)])
+    runs = compare.read_runs(tmp_path)
+    table = compare.summary_table(runs)
+    low, high = wilson_interval(20, 32)  # 8 + 12 of 2 x 16 episodes
+    assert f"| 62.5 % [{100 * low:.1f}, {100 * high:.1f}] | 150 |" in table
     compare.plot_curves(runs, tmp_path / "curves.png")
     assert (tmp_path / "curves.png").stat().st_size > 1000
 
@@ -80,5 +97,7 @@ def test_every_algorithm_runs_end_to_end(tmp_path, algo):
     compare.write_csv(tmp_path / f"{algo}_seed0.csv", rows)
     with (tmp_path / f"{algo}_seed0.csv").open() as f:
         parsed = list(csv.DictReader(f))
-    assert parsed and set(parsed[0]) == {"env_steps", "wall_clock", "eval_return"}
+    assert parsed and set(parsed[0]) == {"env_steps", "wall_clock", "eval_return", "eval_success", "eval_length"}
     assert all(float(r["eval_return"]) == float(r["eval_return"]) for r in parsed)  # no NaN
+    assert 0.0 <= float(parsed[-1]["eval_success"]) <= 1.0  # every learner reports its final success
+    assert float(parsed[-1]["eval_length"]) > 0

@@ -3,11 +3,14 @@ import dataclasses
 import pytest
 
 from bcg_envs import BundleConfig
+from bcg_envs.gradients.config import samples_for
 
 
 def test_defaults_match_the_paper():
     cfg = BundleConfig()
-    assert cfg.num_samples == 10
+    assert cfg.num_samples is None  # per estimator: 10 branches for bundle/bcg (the paper's B)
+    assert samples_for(cfg, "bcg", 12, 2) == 10 and samples_for(cfg, "bundle", 12, 2) == 10
+    assert cfg.perturb_base is False
     assert cfg.state_sigma == (0.01, 0.02)
     assert cfg.action_sigma == 0.0
     assert cfg.space == "cartesian" and cfg.forward == "nominal"
@@ -39,6 +42,8 @@ def test_frozen_and_keyword_only():
         (dict(antithetic="yes"), "antithetic"),
         (dict(damping=0.0), "damping"),
         (dict(seed=1.5), "seed"),
+        (dict(perturb_base=1), "perturb_base"),
+        (dict(allow_underdetermined="no"), "allow_underdetermined"),
     ],
 )
 def test_invalid_values_name_the_field(kwargs, field):
@@ -49,3 +54,17 @@ def test_invalid_values_name_the_field(kwargs, field):
 def test_with_defaults_fills_only_a_missing_threshold():
     assert BundleConfig().with_defaults(400.0).force_threshold == 400.0
     assert BundleConfig(force_threshold=5.0).with_defaults(400.0).force_threshold == 5.0
+
+
+def test_zeroth_order_sample_counts_are_well_posed():
+    """zeroth/alpha fit nx + nu unknowns per row: the default is twice that, an explicit
+    count below it raises unless the minimum-norm fit is asked for."""
+    nx, nu = 10, 2  # BoxPush
+    assert samples_for(BundleConfig(), "zeroth", nx, nu) == 24
+    assert samples_for(BundleConfig(), "alpha", nx, nu) == 24
+    assert samples_for(BundleConfig(num_samples=12), "zeroth", nx, nu) == 12
+    with pytest.raises(ValueError, match="BundleConfig.num_samples must be >= nx \\+ nu = 12"):
+        samples_for(BundleConfig(num_samples=10), "zeroth", nx, nu)
+    assert samples_for(BundleConfig(num_samples=10, allow_underdetermined=True), "alpha", nx, nu) == 10
+    assert samples_for(BundleConfig(num_samples=3), "bcg", nx, nu) == 3  # first order: any count
+    assert samples_for(BundleConfig(antithetic=True), "zeroth", 11, 2) == 26  # even for +/- pairs

@@ -252,3 +252,49 @@ def test_free_joint_vjp_equals_transposed_jacobians(free_body_env, estimator):
         assert np.abs(np.asarray(got[0][3:7])).max() > 0  # the orientation gets a cotangent
     if estimator == "bcg":
         assert bundled > 0
+
+
+@pytest.mark.parametrize("space", ["cartesian", "joint"])
+def test_contact_perturbations_leave_the_floating_base_alone(free_body_env, space):
+    """A contact on the arm of the free-floating box: bcg's perturbations move the arm's
+    hinge only (the base is the whole body), unless ``perturb_base=True``."""
+    from bcg_envs import BundleConfig
+    from bcg_envs.gradients.perturbations import contact_sampler, floating_base_dofs
+
+    env = free_body_env
+    nv, nx = env.mj_model.nv, env.state_size
+    base = floating_base_dofs(env.mj_model)
+    assert base.tolist() == [True] * 6 + [False]
+    # The arm tip's contact Jacobian moves both the base (6 dofs) and the hinge.
+    J = jnp.asarray(np.random.default_rng(0).normal(size=(3, nv)), jnp.float32)
+    active = jnp.ones((1,), bool)
+    for perturb_base, moved in ((False, ~base), (True, np.ones(nv, bool))):
+        cfg = BundleConfig(space=space, perturb_base=perturb_base)
+        sample = contact_sampler(J, active, nx, nv, 1, cfg, None if perturb_base else ~base)
+        dx, _ = jax.vmap(sample)(jax.random.split(jax.random.PRNGKey(0), 16))
+        dx = np.asarray(dx)
+        assert np.all(dx[:, :nv][:, ~moved] == 0) and np.all(dx[:, nv : 2 * nv][:, ~moved] == 0)
+        assert np.abs(dx[:, :nv][:, moved]).min() > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env_id", ["BoxPush-v0", "PlanarHand-v0"])
+@pytest.mark.parametrize("estimator", ["exact", "bundle", "zeroth", "bcg", "alpha"])
+def test_every_estimator_vjp_equals_transposed_jacobians(env_id, estimator):
+    """Every (env, estimator): batched VJPs at 6 states of a random-action rollout against
+    the transposed Jacobians of the same step (same key, so the same branches)."""
+    env = bcg_envs.make_jax(env_id)
+    n = 6
+    states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(2), n))
+    step = jax.jit(jax.vmap(env.step))
+    rng = np.random.default_rng(1)
+    for _ in range(10):  # into contact: random pushes / finger motions
+        states = step(states, jnp.asarray(rng.uniform(-1, 1, (n, env.action_size)), jnp.float32))
+    data, window = states.data, jnp.zeros((n,), jnp.int32)
+    actions = jnp.asarray(rng.uniform(-1, 1, (n, env.action_size)), jnp.float32)
+    key, g = jax.random.PRNGKey(5), _cotangents(data)
+    jac = jax.jit(jax.vmap(env.stepper(estimator).jacobians, in_axes=(0, 0, None, 0)))
+    (nxt, _, _), (A, B), _ = jac(data, actions, key, window)
+    got = _step_vjp(env, estimator, batched=True)(data, actions, key, window, g)
+    for i in range(n):
+        _assert_close(_row(got, i), _transposed(env, A[i], B[i], data.qpos[i], nxt.qpos[i], _row(g, i)))

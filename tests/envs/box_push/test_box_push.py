@@ -292,3 +292,69 @@ def test_render_rgb_array():
     e.close()
     assert img.shape == (48, 64, 3) and img.dtype == np.uint8
     assert img.std() > 1.0  # not a blank frame
+
+
+# ----- success and scoring ----------------------------------------------------------------
+def test_success_definition_on_hand_built_states():
+    """Box centre within 2 cm of the goal and yaw within 0.2 rad (wrapped)."""
+    from types import SimpleNamespace
+
+    import jax.numpy as jnp
+
+    task = bcg_envs.make_jax("BoxPush-v0")
+    info = {"goal": jnp.array([0.1, -0.05]), "goal_yaw": jnp.array(0.3)}
+
+    def success(dx, dyaw):
+        qpos = jnp.array([0.3, 0.3, 0.1 + dx, -0.05, 0.3 + dyaw])
+        return bool(task.success(SimpleNamespace(qpos=qpos), info))
+
+    assert success(0.0, 0.0) and success(0.019, 0.19) and success(-0.019, -0.19)
+    assert not success(0.021, 0.0) and not success(0.0, 0.21) and not success(0.0, -0.21)
+    assert success(0.0, 2 * np.pi - 0.1)  # yaw error wraps
+
+
+def _escape(obs):
+    """Full force through the box, away from the pusher: off the table in ~17 steps."""
+    return (obs[13:15] / (np.linalg.norm(obs[13:15]) + 1e-9)).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def scores():
+    from bcg_envs.envs.box_push.scripted import scripted_push
+    from bcg_envs.envs.evaluation import run_episodes
+
+    policies = {"escape": _escape, "nothing": lambda obs: np.zeros(2, np.float32), "scripted": scripted_push}
+    return {k: run_episodes("BoxPush-v0", p, episodes=20, backend="mujoco") for k, p in policies.items()}
+
+
+def test_escape_scores_below_doing_nothing_and_the_scripted_push_above_both(scores):
+    """20 seeds (MuJoCo C): ending the episode early forfeits the remaining steps' reward."""
+    escape, nothing, scripted = (scores[k] for k in ("escape", "nothing", "scripted"))
+    assert np.all(escape["lengths"] < 40) and np.all(nothing["lengths"] == 200)  # the escape does escape
+    assert escape["mean_return"] < nothing["mean_return"] < scripted["mean_return"]
+    assert escape["returns"].max() < nothing["returns"].min()  # on every seed
+    assert scripted["success_rate"] >= 0.9 and nothing["success_rate"] == 0 and escape["success_rate"] == 0
+
+
+def test_step_rewards_are_bounded_and_success_is_reported_every_step():
+    e = gym.make(ENV_ID, backend="mujoco")
+    weights = e.unwrapped.jax_env.config["reward_weights"]
+    e.reset(seed=0)
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        _, reward, terminated, truncated, info = e.step(rng.uniform(-1, 1, 2).astype(np.float32))
+        assert 0.0 <= reward <= sum(weights.values()) + 1e-5
+        assert all(-1e-6 <= info[f"reward/{k}"] / w <= 1 + 1e-6 for k, w in weights.items())
+        assert isinstance(info["is_success"], bool)
+        if terminated or truncated:
+            e.reset()
+    e.close()
+
+
+@pytest.mark.slow
+def test_scripted_push_succeeds_in_90_percent_of_100_episodes():
+    from bcg_envs.envs.box_push.scripted import scripted_push
+    from bcg_envs.envs.evaluation import run_episodes
+
+    result = run_episodes("BoxPush-v0", scripted_push, episodes=100, backend="mujoco")
+    assert result["success_rate"] >= 0.9, result["success_rate"]

@@ -17,8 +17,8 @@ import bcg_envs
 from bcg_envs import BundleConfig
 from bcg_envs.envs.g1 import constants as C
 from bcg_envs.envs.g1 import motions
-from bcg_envs.envs.g1.base import ReferenceMotion
-from bcg_envs.envs.g1.sim2sim import hold_pose_policy, sim_to_sim
+from bcg_envs.envs.g1.base import ReferenceMotion, max_deviation_from_default
+from bcg_envs.envs.g1.sim2sim import format_sim_to_sim, hold_pose_policy, reference_policy, sim_to_sim
 from bcg_envs.envs.g1.tracking import G1Squat, G1Track
 
 slow = pytest.mark.slow  # minutes of G1 compile: run with BCG_SLOW=1 (tests/conftest.py)
@@ -43,7 +43,9 @@ def squat():
 
 @pytest.fixture(scope="module")
 def gym_env():
-    env = gym.make("bcg_envs/G1Squat-v0")
+    """Default config (residual actions) but a fixed start: the squat clip's first 12
+    frames are the default pose, so action 0 holds it during the drop tests."""
+    env = gym.make("bcg_envs/G1Squat-v0", config={"random_start": False})
     yield env
     env.close()
 
@@ -62,7 +64,7 @@ def test_ids_construct_with_paper_defaults(env_id):
     assert env.physics.n_substeps == 5
     assert env.episode_length == len(env.reference) - 1
     assert env.bundle.force_threshold == 400.0
-    assert env.bundle.horizon == 2 and env.bundle.num_samples == 10
+    assert env.bundle.horizon == 2 and env.stepper().num_samples == 10
     assert env.bundle.space == "cartesian" and env.bundle.state_sigma == (0.01, 0.02)
     assert np.allclose(env.mj_model.pair_solref[:, 0], 0.008)
     # Every reference pose is reachable with |action| < 1 (PD targets, default scaling).
@@ -126,7 +128,7 @@ def _reference_data(env, k):
     d = mujoco.MjData(model)
     d.qpos[:] = env.reference.qpos[k]
     d.qvel[:] = env.reference.qvel[k]
-    d.ctrl[:] = env.action_to_ctrl(np.zeros(29))
+    d.ctrl[:] = env.reference.qpos[k, 7:]  # residual action 0 of the step into frame k
     mujoco.mj_forward(model, d)
     return mjx.put_data(model, d)
 
@@ -372,7 +374,18 @@ def test_exact_jacobian_columns_match_mujoco_finite_differences(gym_env, set_sta
     set_state(qpos, qvel)
     qpos, qvel, _ = env.get_state()  # float32-rounded state, as simulated
     qpos, qvel = qpos.astype(np.float64), qvel.astype(np.float64)
-    action = (0.2 * rng.uniform(-1, 1, 29)).astype(np.float32)
+    jax_env = env.jax_env
+    # PD offsets from the default pose that move the joints away from their limits; the
+    # action realizing them depends on the action map.
+    offsets = 0.2 * rng.uniform(-1, 1, 29) * np.maximum(0.5, 1.25 * max_deviation_from_default(jax_env.reference))
+    info0 = dict(env._state.info)
+    if route == "grad_step":  # the residual action: PD targets around the reference pose
+        target = np.asarray(jax_env.reference_target(info0), np.float64)
+        per_unit = np.asarray(jax_env.residual_scale, np.float64)
+    else:  # the stepper's absolute action
+        target, per_unit = np.asarray(jax_env.action_center, np.float64), np.asarray(jax_env.action_scale, np.float64)
+    action = ((jax_env.action_center + offsets - target) / per_unit).astype(np.float32)
+    assert np.all(np.abs(action) < 1.0)
     if route == "grad_step":
         out = env.grad_step(action, estimator="exact")
         assert not out.info["bundled"] and out.info["max_contact_force"] == 0.0
@@ -388,15 +401,14 @@ def test_exact_jacobian_columns_match_mujoco_finite_differences(gym_env, set_sta
         A, B = np.asarray(A), np.asarray(B)
         mjx_next = np.asarray(nxt.qpos), np.asarray(nxt.qvel)
     model = env.model
-    jax_env = env.jax_env
-    ctrl = jax_env.action_center + jax_env.action_scale * action.astype(np.float64)
+    ctrl = target + per_unit * action.astype(np.float64)
     n = jax_env.physics.n_substeps
     nv = model.nv
 
     def step_x(dx, du):
         q = qpos.copy()
         mujoco.mj_integratePos(model, q, dx[:nv], 1.0)
-        return _c_step(model, q, qvel + dx[nv:], ctrl + jax_env.action_scale * du, n)
+        return _c_step(model, q, qvel + dx[nv:], ctrl + per_unit * du, n)
 
     q0, v0 = step_x(np.zeros(2 * nv), np.zeros(29))
     # The MJX step matches MuJoCo C here.
@@ -429,18 +441,22 @@ def test_exact_jacobian_columns_match_mujoco_finite_differences(gym_env, set_sta
     print("relative column errors vs MuJoCo C central differences:", errors)
 
 
-def test_sim_to_sim_pd_hold_on_squat(gym_env):
-    result = sim_to_sim(gym_env, hold_pose_policy(), episodes=2, seed=0)
-    print("sim_to_sim(G1Squat-v0, PD hold):", {k: v for k, v in result.items() if k != "per_episode"})
-    assert result["episodes"] == 2 and len(result["per_episode"]) == 2
+def test_sim_to_sim_reference_replay_on_squat(gym_env):
+    """The scripted tracker (residual action 0: PD targets at the next reference pose)
+    squats in both simulators and is scored a success by both."""
+    result = sim_to_sim(gym_env, reference_policy(gym_env), episodes=1, seed=0)
+    print("sim_to_sim(G1Squat-v0, reference replay):\n" + format_sim_to_sim(result))
+    assert result["episodes"] == 1 and len(result["per_episode"]) == 1
     assert result["obs_reset_max_abs_diff"] < 1e-4
     horizon = gym_env.unwrapped.jax_env.episode_length
-    # Holding the default pose the robot stands: no fall in either simulator.
     assert result["falls"] == 0 and result["falls_mjx"] == 0
-    assert result["steps"] == [horizon, horizon] and result["steps_mjx"] == [horizon, horizon]
-    # It does not squat, so the key bodies miss the reference by centimetres to decimetres.
-    assert 2.0 < result["tracking_error_cm"] < 50.0
+    assert result["completed"] == 1 and result["completed_mjx"] == 1
+    assert result["steps"] == [horizon] and result["steps_mjx"] == [horizon]
+    # It squats: the key bodies stay within centimetres of the reference.
+    assert 1.0 < result["tracking_error_cm"] < 10.0 and 1.0 < result["tracking_error_cm_mjx"] < 10.0
     assert abs(result["tracking_error_cm"] - result["tracking_error_cm_mjx"]) < 2.0
+    assert result["joint_error_rad"] < 0.06 and result["joint_error_rad_mjx"] < 0.06
+    assert result["success_rate"] == 1.0 and result["success_rate_mjx"] == 1.0
     for k in ("penetration_mm", "penetration_mm_mjx"):
         assert 0.0 <= result[k] < 10.0
     assert abs(result["penetration_diff_mm"]) < 2.0

@@ -1,0 +1,84 @@
+"""Episodes of a fixed policy on the Gymnasium envs: success rate, return and length.
+
+Backs the scripted controllers' measuring commands (``python -m
+bcg_envs.envs.box_push.scripted``, ``python -m bcg_envs.envs.planar_hand.scripted``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from typing import Any, Callable, Dict, Optional
+
+import numpy as np
+
+from bcg_envs.learners.stats import format_success, success_summary
+
+Policy = Callable[[np.ndarray], np.ndarray]
+
+
+def run_episodes(
+    env_id: str,
+    policy: Policy,
+    *,
+    episodes: int = 100,
+    seed: int = 0,
+    backend: str = "mujoco",
+    config: Optional[Dict[str, Any]] = None,
+) -> Dict[str, Any]:
+    """Run ``policy`` (observation -> action) for ``episodes`` full episodes, seeds
+    ``seed, seed + 1, ...``; an episode succeeds when its last step reports
+    ``info["is_success"]`` (what SB3's ``Monitor`` reads). Returns per-episode ``returns``,
+    ``lengths``, ``successes`` and their summary (``mean_return``, ``mean_length``,
+    ``success_rate`` with its 95 % Wilson interval ``success_low``/``success_high``)."""
+    import gymnasium as gym
+
+    import bcg_envs  # noqa: F401  (registers the ids)
+    from bcg_envs.registry import NAMESPACE, short_name
+
+    if episodes < 1:
+        raise ValueError(f"episodes must be >= 1, got {episodes}")
+    kwargs: Dict[str, Any] = {"backend": backend}
+    if config:
+        kwargs["config"] = config
+    env = gym.make(f"{NAMESPACE}/{short_name(env_id)}", **kwargs)
+    returns, lengths, successes = [], [], []
+    try:
+        for episode in range(episodes):
+            obs, info = env.reset(seed=seed + episode)
+            total, steps, done = 0.0, 0, False
+            while not done:
+                obs, reward, terminated, truncated, info = env.step(policy(obs))
+                total += float(reward)
+                steps += 1
+                done = terminated or truncated
+            returns.append(total)
+            lengths.append(steps)
+            successes.append(bool(info["is_success"]))
+    finally:
+        env.close()
+    out: Dict[str, Any] = {"returns": np.asarray(returns), "lengths": np.asarray(lengths),
+                           "successes": np.asarray(successes)}
+    out.update(mean_return=float(np.mean(returns)), std_return=float(np.std(returns)),
+               mean_length=float(np.mean(lengths)), episodes=int(episodes), **success_summary(successes))
+    return out
+
+
+def report(env_id: str, result: Dict[str, Any]) -> str:
+    """One line: success rate [95 % Wilson interval], mean return, mean episode length."""
+    return (f"{env_id}: success {format_success(result)} over {result['episodes']} episodes; "
+            f"return {result['mean_return']:.1f} ± {result['std_return']:.1f}; "
+            f"episode length {result['mean_length']:.1f}")
+
+
+def main(env_id: str, policy: Policy, description: str, argv=None) -> Dict[str, Any]:
+    """Command line of a scripted controller: ``--episodes``, ``--seed``, ``--backend``."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--episodes", type=int, default=100)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--backend", default="mujoco", choices=["mujoco", "mjx"])
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    result = run_episodes(env_id, policy, episodes=args.episodes, seed=args.seed, backend=args.backend)
+    print(report(env_id, result) + f" ({time.perf_counter() - start:.0f} s, backend={args.backend})")
+    return result

@@ -1,0 +1,140 @@
+"""Scripted G1 baselines on MuJoCo C, scored with the tasks' per-episode metrics.
+
+``python -m bcg_envs.envs.g1.scripted [--env G1Squat-v0 ...] [--episodes 20]
+[--fixed-start]`` runs, per clip and seeds 0, 1, ...:
+
+* ``replay``: PD targets at the next reference joint pose (``sim2sim.reference_policy``),
+  the open-loop scripted tracker;
+* ``hold``: PD targets at the default standing pose;
+* ``freeze``: PD targets frozen at the episode's start pose (doing nothing);
+* ``escape+`` / ``escape-``: every action +1 / -1 (the robot throws itself off the
+  reference; the fastest way to end an episode);
+
+and prints mean return, episode length, success rate, mean key-body position error (cm),
+mean joint error (rad), falls and clips completed. The MuJoCo C backend maps actions
+straight to PD targets, so the envs use ``residual_actions=False``; every policy here is
+defined by its PD targets, which are the same in either action mode.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any, Callable, Dict, List, Optional
+
+import numpy as np
+
+from bcg_envs.envs.g1.sim2sim import hold_pose_policy, reference_policy
+
+CLIPS = ("G1Squat-v0", "G1Jump-v0", "G1Kick-v0")
+POLICIES = ("replay", "hold", "freeze", "escape+", "escape-")
+
+
+def _policy_factory(name: str, env) -> Callable[[np.ndarray], Callable[[np.ndarray], np.ndarray]]:
+    """``first observation -> policy`` (``freeze`` needs the start pose)."""
+    jax_env = env.unwrapped.jax_env
+    if name == "replay":
+        policy = reference_policy(jax_env)
+        return lambda obs0: policy
+    if name == "hold":
+        policy = hold_pose_policy(jax_env)
+        return lambda obs0: policy
+    if name == "freeze":
+        joints = jax_env.observation_layout()["joint_pos"]
+        scale = np.asarray(jax_env.action_scale)
+
+        def frozen(obs0):
+            a0 = np.clip(np.asarray(obs0)[joints] / scale, -1.0, 1.0).astype(np.float32)
+            return lambda obs: a0
+
+        return frozen
+    if name in ("escape+", "escape-"):
+        a = np.full(jax_env.action_size, 1.0 if name == "escape+" else -1.0, np.float32)
+        return lambda obs0: (lambda obs: a)
+    raise ValueError(f"policy must be one of {POLICIES}, got {name!r}")
+
+
+def run(
+    env_id: str, policy: str, *, episodes: int = 20, seed: int = 0, random_start: bool = True
+) -> Dict[str, Any]:
+    """Episodes of one scripted ``policy`` on ``env_id`` (MuJoCo C); per-episode rows and means.
+
+    Returns ``returns``, ``lengths``, ``success`` (bools), ``tracking_error_cm``,
+    ``joint_error_rad``, ``fell``, ``completed`` per episode, and ``mean_return``,
+    ``mean_length``, ``success_rate``, ``mean_tracking_error_cm``, ``mean_joint_error_rad``,
+    ``falls``, ``completed_episodes``.
+    """
+    import gymnasium as gym
+
+    import bcg_envs  # noqa: F401  (registers the ids)
+
+    if episodes < 1:
+        raise ValueError(f"episodes must be >= 1, got {episodes}")
+    env = gym.make(
+        f"bcg_envs/{env_id}", backend="mujoco", config={"residual_actions": False, "random_start": random_start}
+    )
+    make = _policy_factory(policy, env)
+    rows: Dict[str, List[Any]] = {k: [] for k in ("returns", "lengths", "success", "tracking_error_cm",
+                                                  "joint_error_rad", "fell", "completed")}
+    try:
+        for ep in range(episodes):
+            obs, info = env.reset(seed=seed + ep)
+            act = make(obs)
+            total, steps = 0.0, 0
+            while True:
+                obs, reward, terminated, truncated, info = env.step(act(obs))
+                total += float(reward)
+                steps += 1
+                if terminated or truncated:
+                    break
+            rows["returns"].append(total)
+            rows["lengths"].append(steps)
+            rows["success"].append(bool(info["is_success"]))
+            rows["tracking_error_cm"].append(100.0 * float(info["tracking_error"]))
+            rows["joint_error_rad"].append(float(info["joint_error"]))
+            rows["fell"].append(bool(info["fell"]))
+            rows["completed"].append(bool(info["clip_completed"]))
+    finally:
+        env.close()
+    out: Dict[str, Any] = {k: np.asarray(v) for k, v in rows.items()}
+    out.update(
+        mean_return=float(np.mean(rows["returns"])),
+        mean_length=float(np.mean(rows["lengths"])),
+        success_rate=float(np.mean(rows["success"])),
+        mean_tracking_error_cm=float(np.mean(rows["tracking_error_cm"])),
+        mean_joint_error_rad=float(np.mean(rows["joint_error_rad"])),
+        falls=int(np.sum(rows["fell"])),
+        completed_episodes=int(np.sum(rows["completed"])),
+        episodes=int(episodes),
+    )
+    return out
+
+
+def format_row(env_id: str, policy: str, r: Dict[str, Any]) -> str:
+    n = r["episodes"]
+    return (
+        f"{env_id:11s} {policy:8s} {r['mean_return']:7.1f} {r['mean_length']:6.1f} {r['success_rate']:8.2f} "
+        f"{r['mean_tracking_error_cm']:9.1f} {r['mean_joint_error_rad']:9.3f} {r['falls']:>3d}/{n:<3d}"
+        f" {r['completed_episodes']:>4d}/{n:<3d}"
+    )
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description="Scripted G1 baselines on MuJoCo C with the per-episode metrics.")
+    parser.add_argument("--env", nargs="+", default=list(CLIPS))
+    parser.add_argument("--policies", nargs="+", default=list(POLICIES), choices=list(POLICIES))
+    parser.add_argument("--episodes", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--fixed-start", action="store_true", help="start every episode at the clip's first frame")
+    args = parser.parse_args(argv)
+    start = "first frame" if args.fixed_start else "random frames"
+    print(f"MuJoCo C, {args.episodes} episodes from seed {args.seed}, starts at {start}")
+    print(f"{'env':11s} {'policy':8s} {'return':>7s} {'steps':>6s} {'success':>8s} {'err cm':>9s} "
+          f"{'err rad':>9s} {'falls':>7s} {'complete':>8s}")
+    for env_id in args.env:
+        for policy in args.policies:
+            r = run(env_id, policy, episodes=args.episodes, seed=args.seed, random_start=not args.fixed_start)
+            print(format_row(env_id, policy, r), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""Brax's trainers take ``bcg_envs.make_jax`` envs with no extra call (fresh processes)."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+_ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(code: str, timeout: float) -> str:
+    """Run ``code`` in a fresh interpreter (no shim state from other tests) and return stdout."""
+    env = dict(os.environ)
+    env.setdefault("JAX_COMPILATION_CACHE_DIR", str(_ROOT / ".jax_cache"))
+    env.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=_ROOT, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return proc.stdout
+
+
+def test_make_jax_restores_what_brax_calls():
+    out = _run(
+        """
+        import sys
+        import jax
+        import bcg_envs
+        assert "bcg_envs.compat" not in sys.modules or not sys.modules["bcg_envs.compat"]._brax_done
+        env = bcg_envs.make_jax("BoxPush-v0")
+        x = jax.device_put_replicated(jax.numpy.ones(3), jax.local_devices())
+        y = jax.device_put_sharded([jax.numpy.ones(3)], jax.local_devices())
+        assert x.shape == (1, 3) and y.shape == (1, 3)
+        from bcg_envs.compat import enable_brax
+        before = jax.device_put_replicated
+        assert enable_brax() == enable_brax()  # a second call changes nothing
+        assert jax.device_put_replicated is before
+        print("ok")
+        """,
+        timeout=300,
+    )
+    assert out.strip().endswith("ok")
+
+
+@pytest.mark.slow
+def test_brax_ppo_trains_on_make_jax_env_without_compat_call():
+    """A tiny ``brax.training.agents.ppo.train`` run; the script never touches bcg_envs.compat."""
+    out = _run(
+        """
+        import math
+        from brax.training.agents.ppo import train as ppo
+        import bcg_envs
+        env = bcg_envs.make_jax("BoxPush-v0")
+        _, _, metrics = ppo.train(environment=env, num_timesteps=64, episode_length=8, num_envs=4, batch_size=4,
+                                  num_minibatches=2, unroll_length=4, num_updates_per_batch=1, num_evals=2,
+                                  num_eval_envs=4, seed=0)
+        assert math.isfinite(float(metrics["eval/episode_reward"])), metrics
+        print("ok")
+        """,
+        timeout=900,
+    )
+    assert out.strip().endswith("ok")

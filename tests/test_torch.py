@@ -1,0 +1,75 @@
+"""PyTorch bridge: torch gradients through a JAX rollout equal jax.grad of the same rollout."""
+
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import bcg_envs  # noqa: E402
+from bcg_envs.torch import TorchRollout  # noqa: E402
+
+NUM_ENVS, HORIZON = 3, 6
+
+
+def _jax_reference(env, states, actions):
+    """Sum of rewards + 0.1 * sum of observations, and its jax.grad in the actions."""
+
+    def loss(acts):
+        def one(state, a):
+            def body(s, x):
+                s = env.step(s, x)
+                return s, (s.reward, s.obs)
+
+            return jax.lax.scan(body, state, a)[1]
+
+        rewards, obs = jax.vmap(one)(states, acts)
+        return jnp.sum(rewards) + 0.1 * jnp.sum(obs)
+
+    return jax.jit(jax.value_and_grad(loss))(actions)
+
+
+def _check(estimator):
+    bridge = TorchRollout("BoxPush-v0", NUM_ENVS, HORIZON, estimator=estimator)
+    obs0 = bridge.reset(seed=1)
+    assert obs0.shape == (NUM_ENVS, bridge.observation_size)
+    torch.manual_seed(0)
+    actions = (torch.rand(NUM_ENVS, HORIZON, bridge.action_size) * 2 - 1).requires_grad_()
+    rewards, obs = bridge(actions)
+    assert rewards.shape == (NUM_ENVS, HORIZON) and obs.shape == (NUM_ENVS, HORIZON, bridge.observation_size)
+    loss = rewards.sum() + 0.1 * obs.sum()
+    loss.backward()
+
+    env = bcg_envs.make_jax("BoxPush-v0", estimator=estimator)
+    value, grad = _jax_reference(env, bridge.states, jnp.asarray(actions.detach().numpy()))
+    np.testing.assert_allclose(loss.item(), float(value), rtol=1e-5)
+    assert np.abs(np.asarray(grad)).max() > 0
+    np.testing.assert_allclose(actions.grad.numpy(), np.asarray(grad), rtol=1e-4, atol=1e-5)
+    return bridge, actions
+
+
+@pytest.mark.slow
+def test_torch_gradients_equal_jax_grad_exact():
+    bridge, actions = _check("exact")
+    bridge.advance()  # the next window starts where this one ended
+    assert bridge.obs.shape == (NUM_ENVS, bridge.observation_size) and bridge.done.dtype == torch.bool
+    with pytest.raises(ValueError, match=r"actions must have shape \(3, 6, 2\)"):
+        bridge(torch.zeros(3, 5, 2))
+    with pytest.raises(ValueError, match="needs a rollout"):
+        bridge.advance()
+    with pytest.raises(ValueError, match="call reset"):
+        TorchRollout(bridge.env, 2, 2)(torch.zeros(2, 2, 2))
+
+
+@pytest.mark.slow
+def test_torch_gradients_equal_jax_grad_bcg():
+    _check("bcg")
+
+
+def test_import_bcg_envs_does_not_import_torch():
+    code = "import sys, bcg_envs; assert 'torch' not in sys.modules, 'torch imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
