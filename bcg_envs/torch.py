@@ -1,4 +1,8 @@
-"""PyTorch bridge: differentiate batched rollouts of a bcg_envs JAX env from torch.
+"""PyTorch bridge: differentiate bcg_envs steps and batched rollouts from torch.
+
+``TorchStep(gym_env)`` wraps one Gymnasium env (either backend): ``step(action)`` is a
+torch function of the action whose backward pass uses that step's ``grad_step`` Jacobians
+(``d obs'/d a = C B``, ``d r/d a = r_a``), so any estimator, MJX or MuJoCo C, drives it.
 
 ``TorchRollout(env_id, num_envs, horizon, estimator="bcg")`` holds ``num_envs`` start
 states on the JAX side; ``rollout(actions)`` takes a torch tensor of actions
@@ -18,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import torch
 
-__all__ = ["TorchRollout"]
+__all__ = ["TorchRollout", "TorchStep"]
 
 
 def _to_jax(tensor: torch.Tensor) -> jax.Array:
@@ -175,3 +179,54 @@ class TorchRollout:
         if actions.device.type != "cpu":
             raise ValueError(f"actions must be a CPU tensor (the JAX env runs on CPU here), got {actions.device}")
         return _RolloutFunction.apply(actions, self)
+
+
+class _StepFunction(torch.autograd.Function):
+    """``action -> (observation, reward)`` of one ``grad_step``; backward uses its Jacobians."""
+
+    @staticmethod
+    def forward(ctx, action: torch.Tensor, bridge: "TorchStep"):
+        out = bridge.env.unwrapped.grad_step(action.detach().to(torch.float32).numpy(), bridge.estimator, bridge.bundle)
+        jac = out.jacobians
+        ctx.obs_jacobian = torch.as_tensor(jac.C @ jac.B, dtype=action.dtype)  # d o'/d a, (nobs, nu)
+        ctx.reward_jacobian = torch.as_tensor(jac.r_a, dtype=action.dtype)  # d r/d a, (nu,)
+        bridge.last = out
+        obs = torch.as_tensor(out.observation, dtype=action.dtype)
+        return obs, torch.as_tensor(out.reward, dtype=action.dtype)
+
+    @staticmethod
+    def backward(ctx, grad_obs: torch.Tensor, grad_reward: torch.Tensor):
+        return ctx.obs_jacobian.T @ grad_obs + ctx.reward_jacobian * grad_reward, None
+
+
+class TorchStep:
+    """One Gymnasium bcg_envs env stepped from torch, differentiable in the action.
+
+    ``step(action)`` advances the env like ``env.step`` and returns ``(observation,
+    reward)`` tensors; ``last`` holds the full ``grad_step`` result (``terminated``,
+    ``truncated``, ``info``, ``jacobians``). The backward pass maps cotangents of the
+    observation and reward through ``C B`` and ``r_a`` of the chosen ``estimator``: a
+    one-step gradient (chain steps yourself with ``jacobians.A`` for longer horizons, or use
+    ``TorchRollout``, whose backward pass runs through the whole JAX rollout).
+    """
+
+    def __init__(self, env: Any, estimator: Optional[str] = None, bundle: Any = None):
+        if not hasattr(getattr(env, "unwrapped", None), "grad_step"):
+            raise ValueError(f"env must be a bcg_envs Gymnasium env (gym.make('bcg_envs/...')), got {type(env).__name__}")
+        self.env, self.estimator, self.bundle = env, estimator, bundle
+        self.last = None
+
+    def reset(self, seed: Optional[int] = None) -> torch.Tensor:
+        """Reset the env; returns the first observation."""
+        obs, _ = self.env.reset(seed=seed)
+        self.last = None
+        return torch.as_tensor(obs)
+
+    def step(self, action: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
+        """``(observation, reward)`` after ``action`` (shape ``(action_size,)``)."""
+        if not isinstance(action, torch.Tensor):
+            raise ValueError(f"action must be a torch.Tensor, got {type(action).__name__}")
+        expected = tuple(self.env.action_space.shape)
+        if tuple(action.shape) != expected:
+            raise ValueError(f"action must have shape {expected}, got {tuple(action.shape)}")
+        return _StepFunction.apply(action, self)

@@ -395,7 +395,7 @@ def test_global_estimators(env, estimator):
     u = env.unwrapped
     qpos, qvel, action = _pressing_state()
     u.set_state(qpos, qvel)
-    out = u.grad_step(action, estimator=estimator, bundle=bcg_envs.BundleConfig(num_samples=6, action_sigma=0.05))
+    out = u.grad_step(action, estimator=estimator, bundle=bcg_envs.BundleConfig(action_sigma=0.05))
     assert out.info["bundled"] and out.info["bundle_dropped"] == 0
     alpha = out.info["bundle_alpha"]
     assert {"bundle": alpha == 1.0, "zeroth": alpha == 0.0, "alpha": 0.0 <= alpha <= 1.0}[estimator]
@@ -510,3 +510,14 @@ def test_is_success_agrees_between_backends(name):
         assert float(m._state.metrics["is_success"]) == float(expected)
     c.close()
     m.close()
+
+
+def test_zeroth_order_sample_count_below_nx_plus_nu_is_refused(env):
+    """The C backend resolves and checks BundleConfig.num_samples like the MJX one."""
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="BundleConfig.num_samples must be >= nx \\+ nu = 12"):
+        env.unwrapped.grad_step(np.zeros(2, np.float32), estimator="zeroth", bundle=bcg_envs.BundleConfig(num_samples=6))
+    out = env.unwrapped.grad_step(
+        np.zeros(2, np.float32), estimator="zeroth", bundle=bcg_envs.BundleConfig(num_samples=6, allow_underdetermined=True)
+    )
+    assert np.isfinite(out.jacobians.A).all()

@@ -145,6 +145,7 @@ def test_bcg_vjp_equals_transposed_jacobians_batched_and_unbatched(env, batched_
             _assert_close(single(_row(data, i), actions[i], key, window[i], _row(g, i)), want)
 
 
+@pytest.mark.slow  # exact VJPs are also checked by default: the untouched boxes of the bcg test, the free joint
 def test_exact_vjp_equals_transposed_jacobians_and_is_finite_at_1000_states(env):
     """Exact VJPs at 8 states (half of them strikes) against transposed Jacobians; then
     the same compiled VJP at 1,000 reset states with random actions, 8 at a time."""
