@@ -423,7 +423,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--out", default=None)
     parser.add_argument("--config", default=None, help="JSON of hyper-parameters (default: baselines/configs/<env>.json)")
     args = parser.parse_args(argv)
-    single_cpu_client()  # the 2-core batched-kernel deadlock (DESIGN.md section 4)
+    single_cpu_client()  # the 2-core batched-kernel deadlock (see bcg_envs.utils.single_cpu_client)
     out = Path(args.out or f"baselines/results/{args.env}")
     compare(args.env, args.algos, args.seeds, args.steps, out, args.evals, args.config)
 

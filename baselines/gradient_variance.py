@@ -215,7 +215,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--reference-samples", type=int, default=64)
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
-    single_cpu_client()  # the 2-core batched-kernel deadlock (DESIGN.md section 4)
+    single_cpu_client()  # the 2-core batched-kernel deadlock (see bcg_envs.utils.single_cpu_client)
     rows = sweep(args.env, args.stiffness, args.estimators, args.seeds, args.horizon, args.reference_samples)
     write(rows, Path(args.out or f"baselines/results/{args.env}"))
 

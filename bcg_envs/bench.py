@@ -157,7 +157,6 @@ def rollout_gradients(
                     "peak_rss_gb": peak_rss_gb(),
                 }
             )
-            del grad
             jax.clear_caches()  # compiled programs hold memory maps; keep the process small
     return rows
 

@@ -301,7 +301,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     args = build_parser().parse_args(argv)
     from bcg_envs.utils import single_cpu_client
 
-    single_cpu_client()  # avoid the 2-core batched-kernel deadlock (DESIGN.md section 4)
+    single_cpu_client()  # avoid the 2-core batched-kernel deadlock (see bcg_envs.utils.single_cpu_client)
     args.fn(args)
 
 

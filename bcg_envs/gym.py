@@ -240,7 +240,7 @@ class GymEnv(TaskEnv):
         return self._outputs()
 
     def grad_step(self, action, estimator: Optional[str] = None, bundle: Optional[BundleConfig] = None) -> GradStepResult:
-        """``step`` plus the step's Jacobians (DESIGN 3.3), from ``estimator``."""
+        """``step`` plus the step's Jacobians, from ``estimator``."""
         self._require_reset()
         fn = self._fns.grad_step(estimator, bundle)
         action = check_action(action, self.action_space.shape)
@@ -249,7 +249,7 @@ class GymEnv(TaskEnv):
         jac = Jacobians(*(np.asarray(j) for j in jac))
         return GradStepResult(obs, reward, terminated, truncated, info, jac)
 
-    # ----- state access (DESIGN 3.2) ----------------------------------------------------
+    # ----- state access ----------------------------------------------------
     def get_state(self):
         """(qpos, qvel, act) as NumPy arrays."""
         self._require_reset()

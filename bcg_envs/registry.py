@@ -42,7 +42,7 @@ def task_class(env_id: str):
 
 
 def make_jax(env_id: str, **kwargs: Any):
-    """The functional JAX env (DESIGN 3.5): ``reset(key)``, ``step(state, action)``.
+    """The functional JAX env: ``reset(key)``, ``step(state, action)``.
 
     The env goes unchanged into Brax's trainers (``brax.training.agents.ppo.train``):
     the first call applies ``bcg_envs.compat.enable_brax``, which re-exposes the two

@@ -63,7 +63,7 @@ State.replace = _replace  # flax's decorator installs its own replace; extend it
 
 
 class Jacobians(NamedTuple):
-    """Jacobians of one step in tangent coordinates x = (dq, qvel, act) (DESIGN 3.3)."""
+    """Jacobians of one step in tangent coordinates x = (dq, qvel, act)."""
 
     A: jax.Array  # d x_{t+1} / d x_t, (nx, nx)
     B: jax.Array  # d x_{t+1} / d a_t, (nx, nu)
@@ -88,7 +88,7 @@ def merge_config(defaults: Dict[str, Any], overrides: Optional[Dict[str, Any]], 
 
 
 class MjxEnv(abc.ABC):
-    """Base of every bcg_envs task (functional JAX API, DESIGN 3.5)."""
+    """Base of every bcg_envs task (functional JAX API, README: Use)."""
 
     xml_path: Path
     #: Default ``BundleConfig.force_threshold`` (N) of the task.
@@ -305,7 +305,7 @@ class MjxEnv(abc.ABC):
     def grad_step(
         self, state: State, action: jax.Array, estimator: Optional[str] = None, bundle: Optional[BundleConfig] = None
     ) -> Tuple[State, Jacobians]:
-        """``step`` plus the step's Jacobians from ``estimator`` (DESIGN 3.3)."""
+        """``step`` plus the step's Jacobians from ``estimator``."""
         stepper = self.stepper(estimator, bundle)
         next_state = self._step(state, action, stepper)
         _, key = jax.random.split(state.info["rng"])

@@ -71,14 +71,17 @@ def report(env_id: str, result: Dict[str, Any]) -> str:
             f"episode length {result['mean_length']:.1f}")
 
 
-def main(env_id: str, policy: Policy, description: str, argv=None) -> Dict[str, Any]:
-    """Command line of a scripted controller: ``--episodes``, ``--seed``, ``--backend``."""
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--episodes", type=int, default=100)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--backend", default="mujoco", choices=["mujoco", "mjx"])
+def main(env_id: str, policies: Dict[str, Callable[[], Policy]], description: str, argv=None) -> Dict[str, Any]:
+    """Command line of a task's scripted policies: ``--policy`` (a name of ``policies``,
+    each a factory of a fresh policy; the first is the default), ``--episodes``,
+    ``--seed``, ``--backend``."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--policy", default=next(iter(policies)), choices=list(policies), help="which policy to run")
+    parser.add_argument("--episodes", type=int, default=100, help="episodes (seeds seed .. seed + episodes - 1)")
+    parser.add_argument("--seed", type=int, default=0, help="first episode seed")
+    parser.add_argument("--backend", default="mujoco", choices=["mujoco", "mjx"], help="physics backend")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    result = run_episodes(env_id, policy, episodes=args.episodes, seed=args.seed, backend=args.backend)
-    print(report(env_id, result) + f" ({time.perf_counter() - start:.0f} s, backend={args.backend})")
+    result = run_episodes(env_id, policies[args.policy](), episodes=args.episodes, seed=args.seed, backend=args.backend)
+    print(report(env_id, result) + f" ({args.policy}; {time.perf_counter() - start:.0f} s, backend={args.backend})")
     return result

@@ -1,7 +1,7 @@
 """SHAC: short-horizon actor-critic through the differentiable JAX step.
 
 Xu et al. 2022, "Accelerated Policy Learning with Parallel Differentiable Simulation",
-used as the learner of Bundled Contact Gradients (DESIGN.md section 2). Every iteration:
+used as the learner of Bundled Contact Gradients. Every iteration:
 
 1. roll ``num_envs`` environments ``horizon`` steps with the stochastic policy
    (reparameterized, ``tanh``-squashed Gaussian), auto-resetting ended episodes;
@@ -23,7 +23,7 @@ The whole iteration is one jitted function; environments are sharded over
 replicated. The random stream of iteration ``i`` is ``fold_in(key, i)``, so a run
 resumed from a checkpoint follows the same parameter trajectory as an uninterrupted one.
 
-Defaults follow the paper (DESIGN.md section 2): horizon 32, 64 envs, gamma 0.99,
+Defaults follow the paper: horizon 32, 64 envs, gamma 0.99,
 TD(lambda) 0.95, Adam betas (0.7, 0.95), actor lr 5e-3, critic lr 2e-3, clip 1.0 / 10.0,
 critic 16 x 4, actor [512, 256, 128] ELU + LayerNorm; target critic alpha 0.2 and initial
 log std -1 as in SHAC's code. Choices and departures:
@@ -619,7 +619,7 @@ def train(
         estimator=estimator)``).
       num_envs, horizon: parallel envs and the short horizon h (paper: 64, 32).
       num_timesteps: env-step budget; iterations = ceil(num_timesteps / (num_envs * h)).
-        ``total_steps`` is an alias (the name in DESIGN.md 3.6); give exactly one.
+        ``total_steps`` is an alias (kept for callers that use that name); give exactly one.
       estimator, bundle: gradient estimator of the step's backward pass (``"bcg"``,
         ``"exact"``, ...) and its ``BundleConfig``; ``None`` keeps the env's own.
       gamma, td_lambda: discount and TD(lambda) of the critic targets (0.99, 0.95).

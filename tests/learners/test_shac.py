@@ -164,7 +164,7 @@ _SHARDED_SCRIPT = textwrap.dedent(
     import importlib.util, json, sys
     import jax, numpy as np
     from bcg_envs.utils import single_cpu_client
-    single_cpu_client()  # as tests/conftest.py does (DESIGN.md section 4 deadlock)
+    single_cpu_client()  # as tests/conftest.py does (the batched-kernel deadlock workaround)
     spec = importlib.util.spec_from_file_location("shac_test_module", sys.argv[1])
     mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
     from bcg_envs.learners import shac
@@ -231,7 +231,7 @@ def test_nan_gradients_are_skipped(caplog):
             env,
             num_envs=8,
             horizon=8,
-            total_steps=12 * 64,  # the DESIGN.md 3.6 name of num_timesteps
+            total_steps=12 * 64,  # the documented alias of num_timesteps
             actor_hidden=(32, 32),
             critic_hidden=(32, 32),
             num_evals=2,

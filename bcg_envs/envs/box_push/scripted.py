@@ -103,7 +103,6 @@ def scripted_push(obs: np.ndarray) -> np.ndarray:
     yaw_err = np.arctan2(obs[16], obs[15])  # yaw - goal yaw
     R = _rot(yaw)
     rel_b = R.T @ (pusher - box)
-    goal_b = R.T @ to_goal
     dist = np.linalg.norm(to_goal)
 
     if abs(yaw_err) > TURN_YAW:
@@ -143,7 +142,22 @@ def scripted_push(obs: np.ndarray) -> np.ndarray:
     return np.clip(act, -1.0, 1.0).astype(np.float32)
 
 
+def escape(obs: np.ndarray) -> np.ndarray:
+    """The fastest way to end an episode: full force through the box, away from the pusher
+    (the box leaves the table in ~17 steps). Scoring tests check it never pays."""
+    return (obs[13:15] / (np.linalg.norm(obs[13:15]) + 1e-9)).astype(np.float32)
+
+
+def do_nothing(obs: np.ndarray) -> np.ndarray:
+    """Zero force every step."""
+    return np.zeros(2, np.float32)
+
+
+#: Named policies of ``python -m bcg_envs.envs.box_push.scripted --policy NAME``.
+POLICIES = {"scripted": lambda: scripted_push, "nothing": lambda: do_nothing, "escape": lambda: escape}
+
+
 if __name__ == "__main__":
     from bcg_envs.envs.evaluation import main
 
-    main("BoxPush-v0", scripted_push, "Success rate of the scripted BoxPush-v0 controller.")
+    main("BoxPush-v0", POLICIES, "Success rate and return of BoxPush-v0's scripted policies.")

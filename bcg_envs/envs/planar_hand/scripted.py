@@ -67,7 +67,7 @@ def _reach(centre: np.ndarray, side: int, radius: float) -> Optional[Tuple[float
     if not ok.any():
         return None
     idx = np.flatnonzero(ok)
-    i = lo = hi = int(idx[np.argmin(np.abs(idx - len(_GRID) // 2))])
+    lo = hi = int(idx[np.argmin(np.abs(idx - len(_GRID) // 2))])
     while lo > 0 and ok[lo - 1]:
         lo -= 1
     while hi < len(ok) - 1 and ok[hi + 1]:
@@ -120,7 +120,30 @@ def scripted_rotate(obs: np.ndarray) -> np.ndarray:
     return np.clip(np.concatenate(action), -1.0, 1.0).astype(np.float32)
 
 
+class Strikes:
+    """The fastest way to end an episode: open the hand, then curl the right finger hard
+    into the disc, every 20 steps; the strikes throw the disc out of reach (the fingers
+    cannot push it that far). The step count restarts at a reset observation (all joint
+    velocities exactly zero). Scoring tests check it never pays."""
+
+    def __init__(self) -> None:
+        self.t = 0
+
+    def __call__(self, obs: np.ndarray) -> np.ndarray:
+        self.t = 0 if np.all(obs[4:8] == 0) else self.t + 1
+        return (np.array([-1, -1, 1, 1.0]) if self.t % 20 >= 10 else -np.ones(4)).astype(np.float32)
+
+
+def do_nothing(obs: np.ndarray) -> np.ndarray:
+    """Hold the neutral grasp targets (action 0) every step."""
+    return np.zeros(4, np.float32)
+
+
+#: Named policies of ``python -m bcg_envs.envs.planar_hand.scripted --policy NAME``.
+POLICIES = {"scripted": lambda: scripted_rotate, "nothing": lambda: do_nothing, "escape": Strikes}
+
+
 if __name__ == "__main__":
     from bcg_envs.envs.evaluation import main
 
-    main("PlanarHand-v0", scripted_rotate, "Success rate of the scripted PlanarHand-v0 controller.")
+    main("PlanarHand-v0", POLICIES, "Success rate and return of PlanarHand-v0's scripted policies.")

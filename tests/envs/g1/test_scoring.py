@@ -94,16 +94,10 @@ def test_absolute_actions_stay_reachable():
 def test_random_start_is_the_default_and_varies(squat):
     env = squat
     assert env.config["random_start"]
-    starts = []
-    for i in range(10):
-        qpos, qvel, info = env.initial_state(jax.random.PRNGKey(i))
-        k = int(info["ref_start"])
-        starts.append(k)
-        assert 0 <= k < len(env.reference) - 1
-        assert np.allclose(np.asarray(qpos), env.reference.qpos[k], atol=1e-6)
-        assert np.allclose(np.asarray(qvel), env.reference.qvel[k], atol=1e-6)
-        assert not bool(info["fell"]) and float(info["tracking_error"]) == 0.0
-    assert len(set(starts)) >= 5, starts
+    # (the start state equals the reference frame: test_tracking's random-start test)
+    infos = [env.initial_state(jax.random.PRNGKey(i))[2] for i in range(10)]
+    assert len({int(info["ref_start"]) for info in infos}) >= 5
+    assert not any(bool(info["fell"]) or float(info["tracking_error"]) != 0.0 for info in infos)
 
 
 # ----- per-episode metrics and success on hand-built states ---------------------------------
