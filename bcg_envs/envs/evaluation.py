@@ -17,6 +17,26 @@ from bcg_envs.learners.stats import format_success, success_summary
 Policy = Callable[[np.ndarray], np.ndarray]
 
 
+def episode(env: Any, policy: Policy, seed: int, max_steps: Optional[int] = None, frames: Optional[list] = None):
+    """One episode of ``policy`` on a Gymnasium ``env`` from ``reset(seed=seed)``, at most
+    ``max_steps`` steps (``None``: until it terminates or truncates); appends rendered
+    frames to ``frames`` if given. Returns (return, length, success at the last step)."""
+    obs, info = env.reset(seed=seed)
+    total, steps, success = 0.0, 0, False
+    if frames is not None:
+        frames.append(env.render())
+    while max_steps is None or steps < max_steps:
+        obs, reward, terminated, truncated, info = env.step(policy(obs))
+        total += float(reward)
+        steps += 1
+        success = bool(info["is_success"])
+        if frames is not None:
+            frames.append(env.render())
+        if terminated or truncated:
+            break
+    return total, steps, success
+
+
 def run_episodes(
     env_id: str,
     policy: Policy,
@@ -42,19 +62,8 @@ def run_episodes(
     if config:
         kwargs["config"] = config
     env = gym.make(f"{NAMESPACE}/{short_name(env_id)}", **kwargs)
-    returns, lengths, successes = [], [], []
     try:
-        for episode in range(episodes):
-            obs, info = env.reset(seed=seed + episode)
-            total, steps, done = 0.0, 0, False
-            while not done:
-                obs, reward, terminated, truncated, info = env.step(policy(obs))
-                total += float(reward)
-                steps += 1
-                done = terminated or truncated
-            returns.append(total)
-            lengths.append(steps)
-            successes.append(bool(info["is_success"]))
+        returns, lengths, successes = zip(*(episode(env, policy, seed + i) for i in range(episodes)))
     finally:
         env.close()
     out: Dict[str, Any] = {"returns": np.asarray(returns), "lengths": np.asarray(lengths),

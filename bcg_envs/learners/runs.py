@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import inspect
 import json
-import math
 import time
 from pathlib import Path
 from typing import Any, Dict, Optional, Union
@@ -26,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bcg_envs.envs.evaluation import episode
 from bcg_envs.learners import shac
 from bcg_envs.learners.stats import success_summary
 from bcg_envs.registry import short_name
@@ -223,34 +223,20 @@ def _gym_env(env_id, backend, render_mode=None):
     return gymnasium.make(f"{NAMESPACE}/{env_id}", backend=backend, render_mode=render_mode)
 
 
-def _episode(env, policy, seed, episode_length, frames=None):
+def _numpy_policy(policy, seed: int):
+    """The jitted deterministic JAX policy as observation -> action (NumPy)."""
     key = jax.random.PRNGKey(seed)
-    obs, _ = env.reset(seed=seed)
-    total, steps, success = 0.0, 0, False
-    if frames is not None:
-        frames.append(env.render())
-    limit = episode_length or math.inf
-    while steps < limit:
-        action, _ = policy(jnp.asarray(obs), key)
-        obs, reward, terminated, truncated, info = env.step(np.asarray(action))
-        total += float(reward)
-        steps += 1
-        success = bool(info["is_success"])
-        if frames is not None:
-            frames.append(env.render())
-        if terminated or truncated:
-            break
-    return total, steps, success
+    return lambda obs: np.asarray(policy(jnp.asarray(obs), key)[0])
 
 
 def _rollout_gym(env_id, policy, episodes, seed, episode_length, backend):
     env = _gym_env(env_id, backend)
     try:
-        results = [_episode(env, policy, seed + i, episode_length) for i in range(episodes)]
+        results = [episode(env, _numpy_policy(policy, seed + i), seed + i, episode_length or None) for i in range(episodes)]
     finally:
         env.close()
-    return (np.array([r for r, _, _ in results]), np.array([n for _, n, _ in results]),
-            np.array([s for _, _, s in results]))
+    returns, lengths, successes = (np.array(x) for x in zip(*results))
+    return returns, lengths, successes
 
 
 def _record(env_id, policy, video, seed, episode_length, backend):
@@ -259,7 +245,7 @@ def _record(env_id, policy, video, seed, episode_length, backend):
     env = _gym_env(env_id, backend, render_mode="rgb_array")
     frames: list = []
     try:
-        _episode(env, policy, seed, episode_length, frames)
+        episode(env, _numpy_policy(policy, seed), seed, episode_length or None, frames)
         fps = env.metadata.get("render_fps", 25)
     finally:
         env.close()
