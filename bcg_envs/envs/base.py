@@ -22,7 +22,8 @@ from mujoco import mjx
 
 from bcg_envs.gradients.config import BundleConfig, check_estimator
 from bcg_envs.gradients.differentiable_step import DifferentiableStep
-from bcg_envs.physics.simulator import ContactStiffness, Physics, load_model, refresh
+from bcg_envs.physics.penalty_contact import PenaltyContact
+from bcg_envs.physics.simulator import CONTACT_MODELS, ContactStiffness, Physics, load_model, refresh
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 
@@ -103,21 +104,37 @@ class MjxEnv(abc.ABC):
         estimator: str = "bcg",
         bundle: Optional[BundleConfig] = None,
         backend: str = "mjx",
+        physics_dt: Optional[float] = None,
+        contact_model: str = "mujoco",
+        kappa: Optional[float] = None,
     ) -> None:
         if backend != "mjx":
             raise ValueError(f"backend must be 'mjx' for the JAX API, got {backend!r}")
         if bundle is not None and not isinstance(bundle, BundleConfig):
             raise ValueError(f"bundle must be a BundleConfig or None, got {type(bundle).__name__}")
+        if contact_model not in CONTACT_MODELS:
+            raise ValueError(f"contact_model must be one of {CONTACT_MODELS}, got {contact_model!r}")
+        if kappa is not None and contact_model != "penalty":
+            raise ValueError("kappa is the penalty model's sharpness; pass contact_model='penalty' with it")
         self.config = merge_config(self.default_config(), config)
-        self.contact_stiffness = contact_stiffness or self.default_contact_stiffness
-        mj_model = load_model(self.xml_path, self.contact_stiffness)
+        self.contact_model = contact_model
+        if contact_model == "penalty":
+            if contact_stiffness is not None:
+                raise ValueError("contact_stiffness sets MuJoCo's soft contact; with contact_model='penalty' use kappa")
+            self.contact_stiffness = None
+            penalty = PenaltyContact() if kappa is None else PenaltyContact(kappa=kappa)
+        else:
+            self.contact_stiffness = contact_stiffness or self.default_contact_stiffness
+            penalty = None
+        mj_model = load_model(self.xml_path, self.contact_stiffness, physics_dt=physics_dt, contact_model=contact_model)
         self.customize_model(mj_model)
         substeps = round(self.config["ctrl_dt"] / mj_model.opt.timestep)
         if substeps < 1 or abs(substeps * mj_model.opt.timestep - self.config["ctrl_dt"]) > 1e-9:
             raise ValueError(
-                f"config['ctrl_dt'] must be a multiple of the physics timestep {mj_model.opt.timestep}"
+                f"config['ctrl_dt'] ({self.config['ctrl_dt']} s) must be a multiple of the physics "
+                f"timestep ({mj_model.opt.timestep} s; physics_dt)"
             )
-        self.physics = Physics(mj_model, substeps)
+        self.physics = Physics(mj_model, substeps, penalty)
         self.estimator = check_estimator(estimator)
         self.bundle = (bundle or BundleConfig()).with_defaults(self.default_force_threshold)
         self._steppers: Dict[Tuple[str, BundleConfig, str], DifferentiableStep] = {}

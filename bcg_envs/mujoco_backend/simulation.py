@@ -172,6 +172,11 @@ class _Shared:
     """Everything the environments of one task share: model, program, maps, threads."""
 
     def __init__(self, env_name: str, env_kwargs: Dict[str, Any], nthread: Optional[int] = None):
+        if env_kwargs.get("contact_model", "mujoco") != "mujoco":
+            raise ValueError(
+                f"contact_model={env_kwargs['contact_model']!r} runs on the MJX backend only "
+                "(backend='mjx'); MuJoCo C simulates contact_model='mujoco'"
+            )
         self.jax_env: MjxEnv = make_jax(env_name, **env_kwargs)
         env = self.jax_env
         self.model: mujoco.MjModel = env.mj_model

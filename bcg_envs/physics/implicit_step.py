@@ -28,10 +28,16 @@ pinned ``mujoco-mjx`` version; requires ``opt.solver = Newton``).
 
 from __future__ import annotations
 
+from typing import Optional
+
 import jax
 import mujoco
+import numpy as np
 from mujoco import mjx
 from mujoco.mjx._src import solver as _solver
+from mujoco.mjx._src import support
+
+from bcg_envs.physics import penalty_contact
 
 _INTEGRATORS = {
     int(mujoco.mjtIntegrator.mjINT_EULER): mjx.euler,
@@ -74,7 +80,49 @@ def _tangent_only(x: jax.Array) -> jax.Array:
     return x - jax.lax.stop_gradient(x)
 
 
-def step(m: mjx.Model, d: mjx.Data) -> mjx.Data:
-    """``mjx.step`` (same primal) with implicit-function derivatives of the solver."""
+def integration_mass(m: mjx.Model, d: mjx.Data) -> jax.Array:
+    """The dense matrix the integrator inverts for ``qacc``: ``M - h dF/dv`` (implicitfast),
+    ``M + h diag(damping)`` (Euler with implicit damping), else ``M``."""
+    qm = support.full_m(m, d) if support.is_sparse(m) else d._impl.M
+    h = m.opt.timestep
+    if int(m.opt.integrator) == int(mujoco.mjtIntegrator.mjINT_IMPLICITFAST):
+        qderiv = mjx.deriv_smooth_vel(m, d)
+        return qm if qderiv is None else qm - h * qderiv
+    if not m.opt.disableflags & mjx.DisableBit.EULERDAMP:
+        return qm + h * jax.numpy.diag(jax.numpy.asarray(m.dof_damping))
+    return qm
+
+
+def add_penalty_contacts(
+    params: penalty_contact.PenaltyContact, m: mjx.Model, d: mjx.Data, normal_rows: np.ndarray
+) -> mjx.Data:
+    """Add the penalty model's contact impulses to a solved substep (``forward``'s output):
+    ``qacc`` and ``qfrc_constraint`` gain ``J' lambda / h``; each contact's normal force
+    (N) goes to its ``efc_force`` row ``normal_rows[c]`` (-1: none)."""
+    h = m.opt.timestep
+    factor = jax.scipy.linalg.cho_factor(integration_mass(m, d))
+    solve = lambda x: jax.scipy.linalg.cho_solve(factor, x)
+    qacc = solve(d.qfrc_smooth + d.qfrc_constraint)
+    qimp, lam_n = penalty_contact.impulses(params, m, d, qacc, solve)
+    d = d.replace(qacc=qacc + solve(qimp) / h, qfrc_constraint=d.qfrc_constraint + qimp / h)
+    rows = np.asarray(normal_rows)
+    if rows.size and np.any(rows >= 0):
+        keep = np.flatnonzero(rows >= 0)
+        force = d._impl.efc_force.at[rows[keep]].set(lam_n[keep] / h)
+        d = d.tree_replace({"_impl.efc_force": force})
+    return d
+
+
+def step(
+    m: mjx.Model,
+    d: mjx.Data,
+    penalty: Optional[penalty_contact.PenaltyContact] = None,
+    normal_rows: Optional[np.ndarray] = None,
+) -> mjx.Data:
+    """``mjx.step`` (same primal) with implicit-function derivatives of the solver; with
+    ``penalty``, contact forces come from the penalty model instead (its model must have
+    gone through ``penalty_contact.disable_constraint_contacts``)."""
     d = forward(m, d)
+    if penalty is not None:
+        d = add_penalty_contacts(penalty, m, d, normal_rows if normal_rows is not None else np.zeros(0, int))
     return _INTEGRATORS[int(m.opt.integrator)](m, d)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Union
+from typing import Optional, Tuple, Union
 
 import jax
 import jax.numpy as jnp
@@ -13,16 +13,41 @@ import numpy as np
 from mujoco import mjx
 
 from bcg_envs.physics import implicit_step
+from bcg_envs.physics.penalty_contact import PenaltyContact, disable_constraint_contacts
 
 #: MuJoCo ``solref`` time constants (seconds) of the named contact stiffness presets.
-#: Smaller is stiffer; MuJoCo clamps the time constant to at least 2 * timestep.
+#: Smaller is stiffer; MuJoCo clamps the time constant to at least 2 * timestep, so the
+#: stiffest reachable time constant is set by the physics timestep (``physics_dt``).
 STIFFNESS_PRESETS = {"soft": 0.05, "default": 0.02, "stiff": 0.008}
 
-ContactStiffness = Union[str, float]
+#: ``contact_stiffness`` is a preset name, a ``solref`` time constant (s, critically
+#: damped mass-spring), or ``(stiffness, damping)`` (MuJoCo's direct form, N/m and N s/m
+#: per unit effective mass, written to solref as negative numbers).
+ContactStiffness = Union[str, float, Tuple[float, float]]
+
+CONTACT_MODELS = ("mujoco", "penalty")
+
+
+def _positive(value, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:
+        raise ValueError(f"{what} must be a positive finite number, got {value!r}")
+    return float(value)
+
+
+def solref_of(contact_stiffness: ContactStiffness, timestep: float) -> Tuple[float, Optional[float]]:
+    """The ``solref`` pair of a ``contact_stiffness`` argument: ``(time constant, None)``
+    (the file's damping ratio kept) or ``(-stiffness, -damping)``."""
+    if isinstance(contact_stiffness, (tuple, list)):
+        if len(contact_stiffness) != 2:
+            raise ValueError(f"contact_stiffness as (stiffness, damping) needs two numbers, got {contact_stiffness!r}")
+        k = _positive(contact_stiffness[0], "contact_stiffness stiffness (N/m per unit mass)")
+        b = _positive(contact_stiffness[1], "contact_stiffness damping (N s/m per unit mass)")
+        return -k, -b
+    return stiffness_time_constant(contact_stiffness, timestep), None
 
 
 def stiffness_time_constant(contact_stiffness: ContactStiffness, timestep: float) -> float:
-    """Resolve a ``contact_stiffness`` argument to a ``solref`` time constant (s)."""
+    """Resolve a preset name or time constant to a ``solref`` time constant (s)."""
     if isinstance(contact_stiffness, str):
         if contact_stiffness not in STIFFNESS_PRESETS:
             raise ValueError(
@@ -34,21 +59,39 @@ def stiffness_time_constant(contact_stiffness: ContactStiffness, timestep: float
         value = float(contact_stiffness)
     else:
         raise ValueError(f"contact_stiffness must be a preset name or a float, got {contact_stiffness!r}")
-    if not np.isfinite(value) or value < 2 * timestep:
+    if not np.isfinite(value) or value < 2 * timestep - 1e-12:
         raise ValueError(
             f"contact_stiffness time constant must be finite and >= 2 * timestep "
-            f"({2 * timestep:g} s), got {value:g}"
+            f"({2 * timestep:g} s; a smaller physics_dt reaches stiffer contact), got {value:g}"
         )
     return value
 
 
-def load_model(xml_path: Union[str, Path], contact_stiffness: ContactStiffness = "default") -> mujoco.MjModel:
-    """Load an MJCF file and set every contact's ``solref`` time constant."""
+def load_model(
+    xml_path: Union[str, Path],
+    contact_stiffness: Optional[ContactStiffness] = "default",
+    *,
+    physics_dt: Optional[float] = None,
+    contact_model: str = "mujoco",
+) -> mujoco.MjModel:
+    """Load an MJCF file, set the physics timestep (s; the file's when None), and either
+    every contact's ``solref`` (``contact_model="mujoco"``) or switch MuJoCo's contact
+    constraints off for the penalty model (``contact_stiffness`` must then be None)."""
+    if contact_model not in CONTACT_MODELS:
+        raise ValueError(f"contact_model must be one of {CONTACT_MODELS}, got {contact_model!r}")
     model = mujoco.MjModel.from_xml_path(str(xml_path))
-    tc = stiffness_time_constant(contact_stiffness, model.opt.timestep)
-    model.geom_solref[:, 0] = tc
-    if model.npair:
-        model.pair_solref[:, 0] = tc
+    if physics_dt is not None:
+        model.opt.timestep = _positive(physics_dt, "physics_dt (s)")
+    if contact_model == "penalty":
+        if contact_stiffness is not None:
+            raise ValueError("contact_stiffness sets MuJoCo's soft contact; with contact_model='penalty' use kappa")
+        disable_constraint_contacts(model)
+        return model
+    first, second = solref_of("default" if contact_stiffness is None else contact_stiffness, model.opt.timestep)
+    for solref in (model.geom_solref, model.pair_solref) if model.npair else (model.geom_solref,):
+        solref[:, 0] = first
+        if second is not None:
+            solref[:, 1] = second
     return model
 
 
@@ -63,6 +106,8 @@ class Physics:
 
     mj_model: mujoco.MjModel
     n_substeps: int
+    #: The penalty contact model, or None for MuJoCo's contact constraints.
+    penalty: Optional[PenaltyContact] = None
 
     def __post_init__(self) -> None:
         implicit_step.check_model(self.mj_model)
@@ -87,11 +132,15 @@ class Physics:
             data = data.replace(act=act)
         return mjx.forward(self.model, data)
 
+    def substep(self, data: mjx.Data) -> mjx.Data:
+        """One physics timestep (``implicit_step.step`` with this physics' contact model)."""
+        return implicit_step.step(self.model, data, self.penalty, self._efc_address)
+
     def control_step(self, data: mjx.Data, ctrl: jnp.ndarray) -> mjx.Data:
         data = data.replace(ctrl=ctrl)
 
         def substep(d, _):
-            return implicit_step.step(self.model, d), None
+            return self.substep(d), None
 
         data, _ = jax.lax.scan(substep, data, None, length=self.n_substeps)
         return data
@@ -141,7 +190,7 @@ def control_step_with_contacts(physics: Physics, data: mjx.Data, ctrl: jnp.ndarr
 
     def substep(carry, _):
         d, best = carry
-        d = implicit_step.step(physics.model, d)
+        d = physics.substep(d)
         force = physics.contact_normal_forces(d)
         best = _argmax_update(*best, force, physics.contact_points(d), physics.contact_geoms(d).astype(jnp.int32))
         return (d, best), None

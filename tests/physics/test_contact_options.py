@@ -1,0 +1,54 @@
+"""Contact options of every task: physics timestep, MuJoCo stiffness forms, the penalty
+model, and clear errors for bad combinations."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import bcg_envs
+
+
+def test_physics_dt_reaches_stiffer_mujoco_contact():
+    with pytest.raises(ValueError, match="physics_dt"):
+        bcg_envs.make_jax("BoxPush-v0", contact_stiffness=0.002)  # below 2 x the 4 ms default
+    env = bcg_envs.make_jax("BoxPush-v0", contact_stiffness=0.002, physics_dt=0.001)
+    assert env.mj_model.opt.timestep == pytest.approx(0.001)
+    assert env.physics.n_substeps == round(env.config["ctrl_dt"] / 0.001)
+    assert env.dt == pytest.approx(env.config["ctrl_dt"])  # control rate unchanged
+    np.testing.assert_allclose(env.mj_model.geom_solref[:, 0], 0.002)
+
+
+def test_direct_stiffness_and_damping_become_negative_solref():
+    env = bcg_envs.make_jax("BoxPush-v0", contact_stiffness=(2e4, 50.0))
+    np.testing.assert_allclose(env.mj_model.geom_solref, np.tile([-2e4, -50.0], (env.mj_model.ngeom, 1)))
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(physics_dt=0.003), "multiple of the physics timestep"),
+        (dict(physics_dt=-1.0), "physics_dt"),
+        (dict(contact_stiffness=(1e4,)), "two numbers"),
+        (dict(contact_stiffness=(1e4, -1.0)), "damping"),
+        (dict(kappa=300.0), "contact_model='penalty'"),
+        (dict(contact_model="penalty", contact_stiffness="stiff"), "kappa"),
+        (dict(contact_model="penalty", kappa=0.0), "kappa"),
+        (dict(contact_model="rigid"), "contact_model"),
+    ],
+)
+def test_bad_contact_options_raise_naming_the_argument(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        bcg_envs.make_jax("BoxPush-v0", **kwargs)
+
+
+def test_penalty_model_switches_mujoco_contact_rows_off():
+    env = bcg_envs.make_jax("PlanarHand-v0", contact_model="penalty", kappa=100.0)
+    assert env.contact_model == "penalty" and env.physics.penalty.kappa == 100.0
+    assert np.all(env.mj_model.geom_margin < -1.0)  # no MJX contact row can activate
+    default = bcg_envs.make_jax("PlanarHand-v0")
+    assert default.physics.penalty is None and np.all(default.mj_model.geom_margin >= 0)
+
+
+def test_penalty_model_is_mjx_only():
+    with pytest.raises(ValueError, match="MJX backend only"):
+        gym.make("bcg_envs/BoxPush-v0", backend="mujoco", contact_model="penalty")
