@@ -1,45 +1,398 @@
-"""Gradient quality per estimator across contact stiffness.
+"""Gradient pathology sweep: how rollout gradients degrade with contact stiffness and horizon.
 
-    python -m baselines.gradient_variance --env BoxPush-v0 --stiffness soft default stiff \
-        --estimators exact bundle zeroth bcg alpha --seeds 16 --out baselines/results/BoxPush-v0
+    python -m baselines.gradient_variance --env BoxPush-v0 --contact-model both \
+        --estimators exact bundle zeroth bcg alpha --starts 64 --horizons 1 8 32 64
 
-For each stiffness and estimator: the gradient of a ``horizon``-step return with respect
-to the start state, from ``seeds`` start states jittered by 1 mm around a state that
-starts with a stiff impact (the bundle's own samples also change with the seed). Reported:
-the total variance across seeds, the cosine similarity of each seed's gradient to a
-smoothed reference (the mean of ``reference_samples`` exact gradients at start states
-jittered by the bundle's position sigma), the time per rollout gradient, and the control
-steps simulated per environment step (forward evaluations plus forward-mode tangents).
-Writes ``gradient_variance.csv`` and ``gradient_variance.png``.
+Measured quantity: the gradient of the H-step return (the sum of the first H rewards) with
+respect to the open-loop action sequence, flattened over the first H actions: what a
+first-order learner such as SHAC backpropagates. Rollouts run ``env.step`` inside
+``lax.scan``; reverse mode through it gives the env's estimator (``make_jax(...,
+estimator=...)``). One compiled program per (level, estimator) covers every horizon: it
+rolls max(H) steps once and pulls back the vector of partial returns (one cotangent per
+horizon).
+
+Start states (``--starts``, default 64): BoxPush-v0 and PlanarHand-v0 reset with seeds
+0, 1, ... and run the task's scripted controller on MuJoCo C with the task's default
+contact; a start is the state ``--lead-steps`` control steps before the first step whose
+``info["max_contact_force"]`` exceeds ``--contact-threshold`` (N): just before the
+pusher's strike or the fingertips' impact. Its action sequence is the controller's
+actions from there (open loop, zero after the episode ends). G1Jump-v0 (optional,
+expensive; 16 starts by default): reference states ``--lead-steps``, +1, ... frames before
+the landing's touchdown (joint velocities jittered for repeats), with zero residual actions
+(the reference pose). The same starts (cached in ``gradient_variance_starts_*.npz``) serve every level and
+contact model. Each start has its own PRNG seed for the estimators' samples.
+
+Contact models and levels (``--contact-model``, ``--levels``): ``mujoco``, MuJoCo's soft
+constraints with ``solref`` time constants 0.05 ... 0.002 s (smaller is stiffer) at a
+1 ms physics timestep (``--physics-dt``); ``penalty``, the BCG paper's penalty contact
+with sharpness kappa 50 ... 500 /m (larger is stiffer) at the task's timestep.
+
+Per (contact model, level, estimator, horizon), over the starts: the mean gradient norm;
+the total variance (sum over coordinates of the per-coordinate variance across starts,
+float64) with a bootstrap 95 % interval (resampling starts); the variance ratio to
+``exact`` at the same level and horizon with a paired bootstrap interval; the mean cosine
+and mean relative error ``|g - g_ref| / |g_ref|`` to a smoothed reference, per start the
+mean of exact gradients at ``--reference-samples`` (default 16; each costs one exact
+block) copies of the start jittered by the bundle's sigmas (1 cm in positions, 2 cm/s in
+velocities; quaternions untouched), with the start's own action sequence; the
+fraction of steps bundled; the control-step simulations per env step of the cost model
+(``simulations_per_step``); the wall time per start of the all-horizon gradient after
+compile. Non-finite gradients are counted (``nonfinite``) and left out of the statistics.
+
+Outputs in ``--out`` (default ``baselines/results/<env>/``): ``gradient_variance.csv``,
+append-only, one block of rows per (contact model, level, estimator), skipped when a run
+restarts; per-block gradients and references under ``gradient_variance_data/``;
+``gradient_variance_ratio.png`` (variance ratio to exact) and ``gradient_variance_raw.png``
+(raw variance; values above ``EXPLODED`` or non-finite clipped to the top and marked).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
-import functools
+import dataclasses
+import gc
+import math
 import time
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from bcg_envs.utils import single_cpu_client
 
-#: Start states that begin with a stiff impact, per env: (qpos, qvel, action).
-START = {
-    # The pusher 7.8 cm behind the box centre, moving at it at 0.6 m/s, pushing.
-    "BoxPush-v0": ([-0.078, 0.0, 0.0, 0.0, 0.0], [0.6, 0.0, 0.0, 0.0, 0.0], [1.0, 0.0]),
-    # Both fingers swinging shut from wide open (the state one step before a ~23 N
-    # fingertip impact on the disc in a scripted open-then-close episode).
-    "PlanarHand-v0": (
-        [-0.345, -0.505, -0.345, -0.505, 0.0, 0.0, 0.0],
-        [7.0, 12.0, 7.0, 12.0, 0.0, 0.0, 0.0],
-        [1.0, 1.0, 1.0, 1.0],
-    ),
+ESTIMATORS = ("exact", "bundle", "zeroth", "bcg", "alpha")
+COLORS = {e: f"C{i}" for i, e in enumerate(ESTIMATORS)}
+HORIZONS = (1, 8, 32, 64)
+#: Raw variances above this (or non-finite) are drawn clipped at the top of the raw plot.
+EXPLODED = 1e12
+#: Default starts per env (G1 rollouts cost ~30x BoxPush's).
+DEFAULT_STARTS = {"BoxPush-v0": 64, "PlanarHand-v0": 64, "G1Jump-v0": 16}
+#: Contact force (N) whose first excess marks the contact event of a scripted episode.
+CONTACT_THRESHOLD = {"BoxPush-v0": 1.0, "PlanarHand-v0": 1.0}
+SCRIPTED = {"BoxPush-v0": "bcg_envs.envs.box_push.scripted", "PlanarHand-v0": "bcg_envs.envs.planar_hand.scripted"}
+ENVS = ("BoxPush-v0", "PlanarHand-v0", "G1Jump-v0")
+
+COLUMNS = (
+    "env", "contact_model", "level", "physics_dt", "estimator", "horizon", "starts", "nonfinite", "grad_dim",
+    "mean_grad_norm", "variance", "variance_lo", "variance_hi", "variance_ratio", "ratio_lo", "ratio_hi",
+    "cosine_to_reference", "rel_error_to_reference", "bundled_fraction", "num_samples", "sims_per_step",
+    "ms_per_rollout_gradient", "compile_s", "reference_samples", "starts_source",
+)
+
+
+# ======================================================================================
+# Contact models
+# ======================================================================================
+@dataclasses.dataclass(frozen=True)
+class ContactModel:
+    """A contact model, its stiffness levels and how ``make_jax`` takes a level."""
+
+    name: str
+    levels: Tuple[float, ...]
+    axis_label: str
+    #: True where a smaller level is stiffer (time constants): the plots flip the x axis.
+    smaller_is_stiffer: bool
+    #: Physics timestep (s); None: the task's.
+    physics_dt: Optional[float]
+
+    def env_kwargs(self, level: float) -> Dict[str, object]:
+        """``make_jax`` keyword arguments of one stiffness level."""
+        kwargs: Dict[str, object] = {}
+        if self.physics_dt is not None:
+            kwargs["physics_dt"] = self.physics_dt
+        if self.name == "penalty":
+            return {**kwargs, "contact_model": "penalty", "kappa": float(level)}
+        return {**kwargs, "contact_stiffness": float(level)}
+
+
+CONTACT_MODELS = {
+    "mujoco": ContactModel("mujoco", (0.05, 0.02, 0.008, 0.004, 0.002), "solref time constant (s), stiffer ->", True, 0.001),
+    "penalty": ContactModel("penalty", (50.0, 100.0, 200.0, 300.0, 500.0), "kappa (1/m), stiffer ->", False, None),
 }
+#: One level per model for ``--quick``.
+QUICK_LEVELS = {"mujoco": (0.004,), "penalty": (300.0,)}
 
 
+def level_key(level: float) -> str:
+    """A level as written in the CSV (shortest round-trip float text)."""
+    return repr(float(level))
+
+
+# ======================================================================================
+# Start states
+# ======================================================================================
+@dataclasses.dataclass
+class Starts:
+    """Start states with their open-loop action sequences (all leading axes: starts)."""
+
+    qpos: np.ndarray  # (N, nq)
+    qvel: np.ndarray  # (N, nv)
+    task_info: Dict[str, np.ndarray]  # e.g. goal (N, 2)
+    actions: np.ndarray  # (N, T, nu), in [-1, 1]
+    source: str  # how they were found (goes into the CSV)
+
+    def __len__(self) -> int:
+        return int(self.qpos.shape[0])
+
+    def save(self, path: Path) -> None:
+        info = {f"info_{k}": v for k, v in self.task_info.items()}
+        np.savez(path, qpos=self.qpos, qvel=self.qvel, actions=self.actions, source=np.array(self.source), **info)
+
+    @classmethod
+    def load(cls, path: Path) -> "Starts":
+        with np.load(path) as z:
+            info = {k[5:]: z[k] for k in z.files if k.startswith("info_")}
+            return cls(z["qpos"], z["qvel"], info, z["actions"], str(z["source"]))
+
+
+def scripted_starts(env_id: str, n: int, steps: int, threshold: float, lead: int, max_seeds: Optional[int] = None) -> Starts:
+    """``n`` starts ``lead`` control steps before the first step of a scripted episode
+    (MuJoCo C, the task's default contact) whose largest contact force exceeds
+    ``threshold`` (N), with the controller's next ``steps`` actions (zero after the
+    episode ends). Episodes without such a step, or with it in the first ``lead`` steps,
+    are skipped."""
+    import importlib
+
+    import gymnasium as gym
+
+    import bcg_envs
+    from bcg_envs.registry import NAMESPACE
+
+    policy = importlib.import_module(SCRIPTED[env_id]).POLICIES["scripted"]()
+    env = gym.make(f"{NAMESPACE}/{env_id}", backend="mujoco")
+    task_keys = _task_keys(bcg_envs.make_jax(env_id))
+    found: List[tuple] = []
+    try:
+        for seed in range(max_seeds or 20 * n):
+            start = _scripted_start(env, policy, seed, steps, threshold, lead, task_keys)
+            if start is not None:
+                found.append(start)
+            if len(found) == n:
+                break
+    finally:
+        env.close()
+    if len(found) < n:
+        raise RuntimeError(f"{env_id}: only {len(found)} of {n} scripted episodes reach a {threshold} N contact")
+    qpos, qvel, info, actions = zip(*found)
+    task_info = {k: np.stack([i[k] for i in info]) for k in task_keys}
+    source = f"scripted episodes (seeds 0..), {lead} steps before the first contact > {threshold:g} N"
+    return Starts(np.stack(qpos), np.stack(qvel), task_info, np.stack(actions), source)
+
+
+def _task_keys(env) -> List[str]:
+    """Names of the task entries of a state's info (goal etc.)."""
+    import jax
+
+    return list(jax.eval_shape(env.initial_state, jax.random.PRNGKey(0))[2])
+
+
+def _scripted_start(env, policy, seed: int, steps: int, threshold: float, lead: int, task_keys: Sequence[str]):
+    """(qpos, qvel, task info, actions (steps, nu)) of one episode, or None."""
+    obs, _ = env.reset(seed=seed)
+    states, actions, t_contact = [], [], None
+    while t_contact is None or len(actions) < t_contact - lead + steps:
+        states.append(env.unwrapped.get_state()[:2])
+        action = np.asarray(policy(obs), np.float32)
+        obs, _, terminated, truncated, info = env.step(action)
+        actions.append(action)
+        if t_contact is None and info["max_contact_force"] > threshold:
+            t_contact = len(actions) - 1
+        if terminated or truncated:
+            break
+    if t_contact is None or t_contact < lead:
+        return None
+    t0 = t_contact - lead
+    seq = np.zeros((steps, len(actions[0])), np.float32)
+    tail = np.asarray(actions[t0 : t0 + steps])
+    seq[: len(tail)] = tail
+    task = env.unwrapped._task_info()
+    qpos, qvel = states[t0]
+    return qpos, qvel, {k: np.asarray(task[k]) for k in task_keys}, seq
+
+
+def reference_starts(env_id: str, n: int, steps: int, lead: int, seed: int = 0) -> Starts:
+    """G1: ``n`` reference states ``lead``, ``lead + 1``, ... frames before the first
+    touchdown after a flight phase (cycling over the flight frames; repeats get joint
+    velocities jittered by 0.1 rad/s), with zero residual actions for ``steps`` steps."""
+    import jax
+
+    import bcg_envs
+
+    env = bcg_envs.make_jax(env_id)
+    ref = env.reference
+    airborne = ~np.any(ref.foot_contact > 0.5, axis=1)
+    landings = np.flatnonzero(airborne[:-1] & ~airborne[1:]) + 1
+    if not len(landings):
+        raise RuntimeError(f"{env_id}: the reference has no flight phase")
+    touchdown = int(landings[0])
+    frames = []
+    while touchdown - lead - len(frames) >= 0 and airborne[touchdown - lead - len(frames)]:
+        frames.append(touchdown - lead - len(frames))
+    if not frames:
+        raise RuntimeError(f"{env_id}: no airborne frame {lead} frames before touchdown (frame {touchdown})")
+    rng = np.random.default_rng(seed)
+    _, _, info0 = jax.device_get(env.initial_state(jax.random.PRNGKey(0)))
+    qpos, qvel, infos = [], [], []
+    for i in range(n):
+        frame = frames[i % len(frames)]
+        v = np.array(ref.qvel[frame], np.float64)
+        if i >= len(frames):
+            v[6:] += 0.1 * rng.standard_normal(len(v) - 6)
+        qpos.append(np.array(ref.qpos[frame], np.float64))
+        qvel.append(v)
+        infos.append({**{k: np.asarray(x) for k, x in info0.items()}, "ref_start": np.asarray(frame, np.int32)})
+    task_info = {k: np.stack([i[k] for i in infos]) for k in info0}
+    actions = np.zeros((n, steps, env.action_size), np.float32)
+    last = lead + min(n, len(frames)) - 1
+    source = f"reference frames {lead}..{last} before touchdown (frame {touchdown}), zero residual actions"
+    return Starts(np.stack(qpos), np.stack(qvel), task_info, actions, source)
+
+
+def find_starts(env_id: str, n: int, steps: int, out_dir: Path, threshold: Optional[float] = None, lead: int = 2) -> Starts:
+    """The sweep's starts, cached in ``out_dir`` so that a resumed sweep uses the same."""
+    name = f"gradient_variance_starts_n{n}_T{steps}_lead{lead}"
+    if env_id in SCRIPTED:
+        threshold = CONTACT_THRESHOLD[env_id] if threshold is None else threshold
+        name += f"_force{threshold:g}"
+    path = out_dir / f"{name}.npz"
+    if path.exists():
+        return Starts.load(path)
+    t0 = time.perf_counter()
+    if env_id in SCRIPTED:
+        starts = scripted_starts(env_id, n, steps, threshold, lead)
+    else:
+        starts = reference_starts(env_id, n, steps, lead)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    starts.save(path)
+    print(f"{env_id}: {n} starts in {time.perf_counter() - t0:.1f} s: {starts.source}", flush=True)
+    return starts
+
+
+# ======================================================================================
+# Gradients
+# ======================================================================================
+@dataclasses.dataclass
+class Block:
+    """One (contact model, level, estimator) measurement over all starts and horizons."""
+
+    grads: np.ndarray  # (N, K, T, nu): d(return of the first H_k steps) / d actions
+    bundled: np.ndarray  # (N, T) bool: the estimator bundled at that step
+    seconds_per_start: float  # wall time of one start's all-horizon gradient, after compile
+    compile_seconds: float
+    num_samples: int
+    nx: int
+    nu: int
+
+
+def gradient_program(env, horizons: Sequence[int], batch_cotangents: bool = True) -> Callable:
+    """``jit(vmap(f))``, ``f(qpos, qvel, task_info, actions (T, nu), seed) -> (grads (K, T,
+    nu), partial returns (K,), bundled (T,))``: one rollout of ``T = max(horizons)`` steps
+    and the gradients of its K partial returns. The K cotangents are pulled back batched
+    (``vmap``) or one after another (``lax.map``; for ``bcg``, whose batching rule would
+    bundle every cotangent copy)."""
+    import jax
+    import jax.numpy as jnp
+
+    horizons = np.asarray(horizons)
+    mask = jnp.asarray(np.arange(horizons.max())[None, :] < horizons[:, None], jnp.float32)  # (K, T)
+    eye = jnp.eye(len(horizons), dtype=jnp.float32)
+
+    def one(qpos, qvel, task_info, actions, seed):
+        state = env.state_from(qpos, qvel, None, task_info, jax.random.PRNGKey(seed))
+
+        def partial_returns(acts):
+            def body(s, a):
+                s = env.step(s, a)
+                return s, (s.reward, s.info["bundled"])
+
+            _, (rewards, bundled) = jax.lax.scan(body, state, acts)
+            return mask @ rewards, bundled
+
+        returns, pull, bundled = jax.vjp(partial_returns, actions, has_aux=True)
+        grads = jax.vmap(pull)(eye)[0] if batch_cotangents else jax.lax.map(pull, eye)[0]
+        return grads, returns, bundled
+
+    return jax.jit(jax.vmap(one))
+
+
+class LevelRunner:
+    """Gradients at one (contact model, level): one compiled program per estimator."""
+
+    def __init__(self, env_id: str, model: ContactModel, level: float, starts: Starts, horizons: Sequence[int]) -> None:
+        self.env_id, self.model, self.level = env_id, model, level
+        self.starts, self.horizons = starts, tuple(horizons)
+        self._compiled: Dict[str, tuple] = {}
+
+    def _program(self, estimator: str):
+        """(env, compiled program, compile seconds) of ``estimator`` (compiled once)."""
+        if estimator not in self._compiled:
+            import bcg_envs
+
+            env = bcg_envs.make_jax(self.env_id, estimator=estimator, **self.model.env_kwargs(self.level))
+            program = gradient_program(env, self.horizons, batch_cotangents=estimator != "bcg")
+            t0 = time.perf_counter()
+            lowered = program.lower(*self._args(self.starts.qpos, self.starts.qvel))
+            t1 = time.perf_counter()
+            compiled = lowered.compile()
+            t2 = time.perf_counter()
+            print(f"{self.model.name} level={self.level:g} {estimator}: traced in {t1 - t0:.1f} s, "
+                  f"compiled in {t2 - t1:.1f} s", flush=True)
+            self._compiled[estimator] = (env, compiled, t2 - t0)
+        return self._compiled[estimator]
+
+    def _args(self, qpos: np.ndarray, qvel: np.ndarray, seed0: int = 0):
+        s = self.starts
+        seeds = np.arange(seed0, seed0 + len(s), dtype=np.int32)
+        info = {k: np.asarray(v) for k, v in s.task_info.items()}
+        return (np.asarray(qpos, np.float32), np.asarray(qvel, np.float32), info, np.asarray(s.actions, np.float32), seeds)
+
+    def block(self, estimator: str) -> Block:
+        """All starts' gradients with ``estimator``, timed after compile."""
+        env, compiled, compile_s = self._program(estimator)
+        t0 = time.perf_counter()
+        grads, _, bundled = compiled(*self._args(self.starts.qpos, self.starts.qvel))
+        grads = np.asarray(grads)
+        seconds = (time.perf_counter() - t0) / len(self.starts)
+        return Block(grads, np.asarray(bundled), seconds, compile_s, env.stepper(estimator).num_samples,
+                     env.state_size, env.action_size)
+
+    def reference(self, samples: int, sigma: Tuple[float, float], seed: int = 1) -> np.ndarray:
+        """Per start, the mean of exact gradients at ``samples`` copies of it jittered by
+        ``sigma`` (positions m or rad, velocities m/s or rad/s; quaternions untouched),
+        (N, K, T, nu); NaN where every copy was non-finite."""
+        env, compiled, _ = self._program("exact")
+        qmask = _position_mask(env.mj_model)
+        rng = np.random.default_rng(seed)
+        total, count = 0.0, 0
+        for r in range(samples):
+            qpos = self.starts.qpos + sigma[0] * rng.standard_normal(self.starts.qpos.shape) * qmask
+            qvel = self.starts.qvel + sigma[1] * rng.standard_normal(self.starts.qvel.shape)
+            g = np.asarray(compiled(*self._args(qpos, qvel, seed0=(r + 1) * len(self.starts)))[0], np.float64)
+            ok = np.all(np.isfinite(g), axis=(1, 2, 3))
+            total = total + np.where(ok[:, None, None, None], g, 0.0)
+            count = count + ok
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return total / np.where(count > 0, count, np.nan)[:, None, None, None]
+
+
+def _position_mask(mj_model) -> np.ndarray:
+    """1 for each qpos coordinate that may be jittered additively, 0 for quaternions."""
+    import mujoco
+
+    mask = np.ones(mj_model.nq)
+    for j in range(mj_model.njnt):
+        adr = mj_model.jnt_qposadr[j]
+        if mj_model.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE:
+            mask[adr + 3 : adr + 7] = 0.0
+        elif mj_model.jnt_type[j] == mujoco.mjtJoint.mjJNT_BALL:
+            mask[adr : adr + 4] = 0.0
+    return mask
+
+
+# ======================================================================================
+# Statistics
+# ======================================================================================
 def simulations_per_step(estimator: str, nx: int, nu: int, num_samples: int, bundled_fraction: float) -> float:
     """Control-step evaluations (forward passes + forward-mode tangent passes) per env step."""
     jac = nx + nu
@@ -54,83 +407,8 @@ def simulations_per_step(estimator: str, nx: int, nu: int, num_samples: int, bun
     return 1 + jac * (bundled_fraction * num_samples + (1 - bundled_fraction))  # bcg
 
 
-@functools.lru_cache(maxsize=None)
-def _rollout_gradients(env_id: str, stiffness, estimator: str, horizon: int):
-    """``(env, grads_at)``: ``grads_at(x0, seeds) -> (gradients, bundled fractions)``, per
-    start state in ``x0``, of the ``horizon``-step return; one compiled program per batch
-    size, shared by the reference and the ``exact`` row."""
-    import jax
-    import jax.numpy as jnp
-
-    import bcg_envs
-
-    qpos, qvel, action = (np.asarray(v, np.float32) for v in START[env_id])
-    env = bcg_envs.make_jax(env_id, estimator=estimator, contact_stiffness=stiffness)
-    base = env.reset(jax.random.PRNGKey(0))
-    task_info = {k: v for k, v in base.info.items() if k != "rng"}  # goal etc. (a fresh reset's)
-    actions = jnp.tile(jnp.asarray(action), (horizon, 1))
-    nq = len(qpos)
-
-    def ret(x0, seed):
-        s = env.state_from(x0[:nq], x0[nq:], None, task_info, jax.random.PRNGKey(seed))
-
-        def body(s, a):
-            s = env.step(s, a)
-            return s, (s.reward, s.info["bundled"])
-
-        _, (r, bundled) = jax.lax.scan(body, s, actions)
-        return jnp.sum(r), jnp.mean(bundled)
-
-    grad_fn = jax.jit(jax.vmap(jax.grad(ret, has_aux=True)))
-
-    def grads_at(x0, seeds):
-        g, bundled = grad_fn(x0, seeds)
-        return np.asarray(g), np.asarray(bundled)
-
-    return env, grads_at
-
-
-def _start_states(env_id: str, scale: float, n: int, key) -> np.ndarray:
-    """``n`` start states (qpos, qvel) around ``START``, positions but the last jittered by
-    ``scale`` (m or rad)."""
-    import jax
-    import jax.numpy as jnp
-
-    qpos, qvel, _ = (jnp.asarray(v, jnp.float32) for v in START[env_id])
-    mask = jnp.concatenate([jnp.ones(len(qpos)).at[-1].set(0.0), jnp.zeros(len(qvel))])
-    return np.asarray(jnp.concatenate([qpos, qvel]) + scale * jax.random.normal(key, (n, len(mask))) * mask)
-
-
-def measure(env_id: str, stiffness, estimator: str, seeds: int, horizon: int, position_jitter: float = 1e-3) -> Dict[str, float]:
-    import jax
-
-    env, grads_at = _rollout_gradients(env_id, stiffness, estimator, horizon)
-    x0 = _start_states(env_id, position_jitter, seeds, jax.random.PRNGKey(1))
-    grads_at(x0, np.arange(seeds))  # compile
-    t0 = time.perf_counter()
-    g, bundled = grads_at(x0, np.arange(seeds))
-    seconds = (time.perf_counter() - t0) / seeds
-    bundled = float(np.mean(bundled))
-    return {"variance": variance_across_seeds(g), "grads": g, "bundled": bundled, "seconds": seconds,
-            "sims_per_step": simulations_per_step(estimator, env.state_size, env.action_size, env.stepper(estimator).num_samples, bundled)}
-
-
-def reference_gradient(env_id: str, stiffness, horizon: int, samples: int, sigma: float, batch: int) -> np.ndarray:
-    """Mean of exact rollout gradients over ``samples`` start states jittered by ``sigma``
-    (smoothed), ``batch`` at a time: the ``exact`` row's compiled program."""
-    import jax
-
-    _, grads_at = _rollout_gradients(env_id, stiffness, "exact", horizon)
-    x0 = _start_states(env_id, sigma, samples, jax.random.PRNGKey(1))
-    seeds = np.arange(samples)
-    pad = -samples % batch  # the last batch is filled up with repeats, then dropped
-    x0, seeds = np.concatenate([x0, x0[:pad]]), np.concatenate([seeds, seeds[:pad]])
-    grads = np.concatenate([grads_at(x0[i : i + batch], seeds[i : i + batch])[0] for i in range(0, len(seeds), batch)])
-    return grads[:samples].mean(axis=0)
-
-
 def variance_across_seeds(grads: np.ndarray) -> float:
-    """Total variance (sum over coordinates) of per-seed gradients, in float64."""
+    """Total variance (sum over coordinates of the variance across rows), in float64."""
     return float(np.sum(np.var(np.asarray(grads, np.float64), axis=0)))
 
 
@@ -139,24 +417,231 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b) + 1e-12))
 
 
-def sweep(env_id: str, stiffness: List, estimators: List[str], seeds: int, horizon: int, reference_samples: int) -> List[dict]:
+def _resample_weights(n: int, resamples: int, seed: int) -> np.ndarray:
+    """(resamples, n) weights of bootstrap resamples of n rows (counts / n)."""
+    idx = np.random.default_rng(seed).integers(0, n, (resamples, n))
+    counts = np.zeros((resamples, n))
+    np.add.at(counts, (np.arange(resamples)[:, None], idx), 1.0)
+    return counts / n
+
+
+def _weighted_variances(g: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Total variance of the rows of ``g`` (n, d) under each weight row of ``w`` (B, n)."""
+    g = np.asarray(g, np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        g = g - g.mean(axis=0)
+        mean = w @ g
+        return np.sum(w @ (g * g) - mean * mean, axis=1)
+
+
+def _interval(samples: np.ndarray, level: float = 0.95) -> Tuple[float, float]:
+    samples = samples[np.isfinite(samples)]
+    if not len(samples):
+        return math.nan, math.nan
+    lo, hi = np.percentile(samples, [50 * (1 - level), 50 * (1 + level)])
+    return float(lo), float(hi)
+
+
+def bootstrap_variance(g: np.ndarray, resamples: int = 1000, seed: int = 0) -> Tuple[float, float]:
+    """Bootstrap 95 % interval of the total variance of the rows of ``g`` (n, d)."""
+    if len(g) < 2:
+        return math.nan, math.nan
+    return _interval(_weighted_variances(g, _resample_weights(len(g), resamples, seed)))
+
+
+def bootstrap_ratio(g: np.ndarray, h: np.ndarray, resamples: int = 1000, seed: int = 0) -> Tuple[float, float]:
+    """Bootstrap 95 % interval of ``variance(g) / variance(h)``, resampling the paired rows."""
+    if len(g) < 2:
+        return math.nan, math.nan
+    w = _resample_weights(len(g), resamples, seed)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _interval(_weighted_variances(g, w) / _weighted_variances(h, w))
+
+
+def _finite_rows(*arrays: Optional[np.ndarray]) -> np.ndarray:
+    ok = np.ones(len(arrays[0]), bool)
+    for a in arrays:
+        if a is not None:
+            ok &= np.all(np.isfinite(a), axis=1)
+    return ok
+
+
+def horizon_stats(g: np.ndarray, ref: np.ndarray, exact: Optional[np.ndarray], resamples: int,
+                  seed: int) -> Dict[str, float]:
+    """Statistics of per-start gradients ``g`` (N, d) against the reference (N, d) and,
+    where given, the exact gradients (N, d) of the same starts."""
+    g = np.asarray(g, np.float64)
+    ok = _finite_rows(g)
+    out = {"nonfinite": int(np.sum(~ok)), "grad_dim": int(g.shape[1])}
+    gf = g[ok]
+    out["mean_grad_norm"] = float(np.mean(np.linalg.norm(gf, axis=1))) if len(gf) else math.nan
+    out["variance"] = variance_across_seeds(gf) if len(gf) > 1 else math.nan
+    out["variance_lo"], out["variance_hi"] = bootstrap_variance(gf, resamples, seed)
+    out["variance_ratio"] = out["ratio_lo"] = out["ratio_hi"] = math.nan
+    if exact is not None:
+        both = _finite_rows(g, exact)
+        if np.sum(both) > 1:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                out["variance_ratio"] = float(np.float64(variance_across_seeds(g[both]))
+                                              / variance_across_seeds(exact[both]))
+            out["ratio_lo"], out["ratio_hi"] = bootstrap_ratio(g[both], exact[both], resamples, seed)
+    with_ref = _finite_rows(g, ref)
+    if np.any(with_ref):
+        gr, rr = g[with_ref], np.asarray(ref, np.float64)[with_ref]
+        out["cosine_to_reference"] = float(np.mean([cosine(a, b) for a, b in zip(gr, rr)]))
+        rel = np.linalg.norm(gr - rr, axis=1) / (np.linalg.norm(rr, axis=1) + 1e-12)
+        out["rel_error_to_reference"] = float(np.mean(rel))
+    else:
+        out["cosine_to_reference"] = out["rel_error_to_reference"] = math.nan
+    return out
+
+
+def block_rows(env_id: str, model: ContactModel, level: float, estimator: str, block: Block, reference: np.ndarray,
+               exact: Optional[np.ndarray], horizons: Sequence[int], source: str, reference_samples: int,
+               resamples: int = 1000, seed: int = 0) -> List[dict]:
+    """CSV rows (one per horizon) of one block; ``reference``/``exact``: (N, K, T, nu)."""
+    rows = []
+    n = block.grads.shape[0]
+    for k, h in enumerate(horizons):
+        flat = lambda a: None if a is None else np.asarray(a[:, k, :h, :]).reshape(n, -1)  # noqa: E731
+        stats = horizon_stats(flat(block.grads), flat(reference), flat(exact), resamples, seed)
+        bundled = float(np.mean(block.bundled[:, :h]))
+        rows.append({
+            "env": env_id, "contact_model": model.name, "level": level_key(level), "physics_dt": model.physics_dt or "",
+            "estimator": estimator, "horizon": int(h), "starts": n, **stats, "bundled_fraction": bundled,
+            "num_samples": block.num_samples,
+            "sims_per_step": simulations_per_step(estimator, block.nx, block.nu, block.num_samples, bundled),
+            "ms_per_rollout_gradient": 1e3 * block.seconds_per_start, "compile_s": block.compile_seconds,
+            "reference_samples": reference_samples, "starts_source": source,
+        })
+    return rows
+
+
+# ======================================================================================
+# The sweep (resumable)
+# ======================================================================================
+CSV_NAME = "gradient_variance.csv"
+
+
+def read_rows(out_dir: Path) -> List[dict]:
+    """Rows of the sweep's CSV (empty if absent); ValueError on another format's header."""
+    path = out_dir / CSV_NAME
+    if not path.exists():
+        return []
+    with path.open(newline="") as f:
+        reader = csv.DictReader(f)
+        if tuple(reader.fieldnames or ()) != COLUMNS:
+            raise ValueError(f"{path} has columns {reader.fieldnames}, not this sweep's; "
+                             "move it aside or pick another --out")
+        return list(reader)
+
+
+def append_rows(rows: List[dict], out_dir: Path) -> None:
+    path = out_dir / CSV_NAME
+    new = not path.exists()
+    with path.open("a", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(COLUMNS))
+        if new:
+            writer.writeheader()
+        writer.writerows(rows)
+
+
+def done_blocks(rows: Iterable[dict], starts: int, horizons: Sequence[int]) -> set:
+    """(contact model, level, estimator) blocks of ``rows`` measured with ``starts`` starts
+    at every horizon of ``horizons``."""
+    seen: Dict[tuple, set] = {}
+    for r in rows:
+        if int(r["starts"]) == starts:
+            seen.setdefault((r["contact_model"], r["level"], r["estimator"]), set()).add(int(r["horizon"]))
+    return {key for key, hs in seen.items() if set(horizons) <= hs}
+
+
+def _data_path(out_dir: Path, model: ContactModel, level: float, what: str, n: int) -> Path:
+    return out_dir / "gradient_variance_data" / f"{model.name}_{level_key(level)}_{what}_n{n}.npz"
+
+
+RunnerFactory = Callable[[str, ContactModel, float, Starts, Sequence[int]], LevelRunner]
+
+
+def sweep(env_id: str, models: Sequence[ContactModel], estimators: Sequence[str], starts: Starts, horizons: Sequence[int],
+          out_dir: Path, *, reference_samples: int = 16, resamples: int = 1000,
+          runner: RunnerFactory = LevelRunner) -> List[dict]:
+    """Measure every missing (contact model, level, estimator) block, appending each to
+    the CSV as it completes; returns the new rows. ``exact`` runs first at each level (the
+    variance ratios need it); ``runner`` builds a level's gradient source."""
+    (out_dir / "gradient_variance_data").mkdir(parents=True, exist_ok=True)
+    estimators = sorted(dict.fromkeys(estimators), key=lambda e: e != "exact")
+    done = done_blocks(read_rows(out_dir), len(starts), horizons)
+    new_rows: List[dict] = []
+    for model in models:
+        for level in model.levels:
+            todo = [e for e in estimators if (model.name, level_key(level), e) not in done]
+            if not todo:
+                print(f"{model.name} level={level:g}: done, skipped", flush=True)
+                continue
+            source = runner(env_id, model, level, starts, horizons)
+            new_rows += _run_level(source, env_id, model, level, todo, starts, horizons, out_dir,
+                                   reference_samples, resamples)
+            held = _memory_maps()
+            del source
+            _release_programs()
+            print(f"{model.name} level={level:g}: {held} memory maps held by its programs, "
+                  f"{_memory_maps()} after release", flush=True)
+    return new_rows
+
+
+def _run_level(source: LevelRunner, env_id: str, model: ContactModel, level: float, estimators: Sequence[str],
+               starts: Starts, horizons: Sequence[int], out_dir: Path, reference_samples: int,
+               resamples: int) -> List[dict]:
+    """Measure and append one level's blocks; the reference follows the first block, so
+    that every block is timed on its program's first run."""
     import bcg_envs
 
-    sigma = bcg_envs.BundleConfig().state_sigma[0]
-    rows = []
-    for k in stiffness:
-        ref = reference_gradient(env_id, k, horizon, reference_samples, sigma, batch=seeds)
-        for est in estimators:
-            m = measure(env_id, k, est, seeds, horizon)
-            cos = float(np.mean([cosine(g, ref) for g in m["grads"]]))
-            row = dict(env=env_id, stiffness=k, estimator=est, variance=m["variance"], cosine_to_smoothed=cos,
-                       ms_per_rollout_gradient=1e3 * m["seconds"], sims_per_step=m["sims_per_step"], bundled_fraction=m["bundled"])
-            print(" ".join(f"{key}={val:.4g}" if isinstance(val, float) else f"{key}={val}" for key, val in row.items()))
-            rows.append(row)
-        held = _memory_maps()
-        _release_programs()
-        print(f"stiffness={k}: {held} memory maps held by its programs, {_memory_maps()} after release")
+    sigma = bcg_envs.BundleConfig().state_sigma
+    ref, rows = None, []
+    for est in estimators:
+        t0 = time.perf_counter()
+        block = source.block(est)
+        seconds = time.perf_counter() - t0
+        if ref is None:
+            path = _data_path(out_dir, model, level, f"reference{reference_samples}", len(starts))
+            ref = _cached(path, lambda: source.reference(reference_samples, sigma))
+        np.savez(_data_path(out_dir, model, level, est, len(starts)), grads=block.grads, bundled=block.bundled)
+        exact = _load_grads(_data_path(out_dir, model, level, "exact", len(starts)))
+        new = block_rows(env_id, model, level, est, block, ref, exact, horizons, starts.source, reference_samples, resamples)
+        append_rows(new, out_dir)
+        _print_block(new, seconds)
+        rows += new
     return rows
+
+
+def _cached(path: Path, compute: Callable[[], np.ndarray]) -> np.ndarray:
+    """``compute()``, stored at ``path`` (an .npz) and read back from there next time."""
+    if path.exists():
+        with np.load(path) as z:
+            return z["grads"]
+    t0 = time.perf_counter()
+    grads = compute()
+    np.savez(path, grads=grads)
+    print(f"reference {path.name}: {time.perf_counter() - t0:.1f} s", flush=True)
+    return grads
+
+
+def _load_grads(path: Path) -> Optional[np.ndarray]:
+    if not path.exists():
+        return None
+    with np.load(path) as z:
+        return z["grads"]
+
+
+def _print_block(rows: List[dict], seconds: float) -> None:
+    r0 = rows[0]
+    print(f"{r0['contact_model']} level={r0['level']} {r0['estimator']}: {seconds:.1f} s "
+          f"(compile {r0['compile_s']:.1f} s, {r0['ms_per_rollout_gradient']:.1f} ms per start)", flush=True)
+    for r in rows:
+        print(f"  H={r['horizon']:3d} var={r['variance']:.3g} [{r['variance_lo']:.3g}, {r['variance_hi']:.3g}] "
+              f"ratio={r['variance_ratio']:.3g} cos={r['cosine_to_reference']:.3f} relerr={r['rel_error_to_reference']:.3g} "
+              f"bundled={r['bundled_fraction']:.2f} nonfinite={r['nonfinite']}", flush=True)
 
 
 def _memory_maps() -> Optional[int]:
@@ -169,55 +654,209 @@ def _memory_maps() -> Optional[int]:
 
 
 def _release_programs() -> None:
-    """Drop one stiffness level's envs and compiled programs before the next. XLA's CPU
-    code lives in memory maps; a PlanarHand sweep that held all three levels' programs
-    reached Linux's default ``vm.max_map_count`` and LLVM failed with 'Cannot allocate
-    memory'."""
-    import gc
-
+    """Drop one level's envs and compiled programs before the next. XLA's CPU code lives
+    in memory maps; a PlanarHand sweep that held three levels' programs reached Linux's
+    default ``vm.max_map_count`` and LLVM failed with 'Cannot allocate memory'."""
     import jax
 
-    _rollout_gradients.cache_clear()
+    gc.collect()
     jax.clear_caches()
     gc.collect()
 
 
-def write(rows: List[dict], out_dir: Path) -> None:
-    import matplotlib
+# ======================================================================================
+# Figures
+# ======================================================================================
+def _float(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
 
-    matplotlib.use("Agg")
+
+def _series(rows: List[dict], model: str, horizon: int, estimator: str, keys: Sequence[str]) -> Dict[str, np.ndarray]:
+    """Per level (sorted), the values of ``keys`` of one (model, horizon, estimator) line."""
+    sel = [r for r in rows if r["contact_model"] == model and int(r["horizon"]) == horizon and r["estimator"] == estimator]
+    sel.sort(key=lambda r: float(r["level"]))
+    out = {"level": np.array([float(r["level"]) for r in sel])}
+    out.update({k: np.array([_float(r[k]) for r in sel]) for k in keys})
+    return out
+
+
+def _grid(rows: List[dict]):
+    models = [m for m in CONTACT_MODELS if any(r["contact_model"] == m for r in rows)]
+    horizons = sorted({int(r["horizon"]) for r in rows})
+    estimators = [e for e in ESTIMATORS if any(r["estimator"] == e for r in rows)]
+    return models, horizons, estimators
+
+
+def _axes(plt, models, horizons, title: str):
+    fig, axes = plt.subplots(len(models), len(horizons), figsize=(3.2 * len(horizons), 2.8 * len(models)),
+                             squeeze=False, sharey="row")
+    fig.suptitle(title)
+    for i, m in enumerate(models):
+        for j, h in enumerate(horizons):
+            ax = axes[i, j]
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_title(f"{m}, H={h}", fontsize=9)
+            ax.set_xlabel(CONTACT_MODELS[m].axis_label, fontsize=8)
+    return fig, axes
+
+
+def _finish(fig, axes, rows: List[dict], models: Sequence[str], ylim: Callable[[float, float], Tuple[float, float]]) -> None:
+    """x limits around each model's levels (stiffer to the right), y limits ``ylim(lo, hi)``."""
+    for i, m in enumerate(models):
+        levels = [float(r["level"]) for r in rows if r["contact_model"] == m]
+        lo, hi = min(levels) / 1.6, max(levels) * 1.6
+        ticks = sorted(set(levels))
+        for ax in axes[i]:
+            ax.set_xlim((hi, lo) if CONTACT_MODELS[m].smaller_is_stiffer else (lo, hi))
+            ax.set_xticks(ticks, [f"{t:g}" for t in ticks], fontsize=7)
+            ax.set_xticks([], minor=True)
+            ax.set_ylim(*ylim(*ax.get_ylim()))
+    axes[0, -1].legend(fontsize=7)
+
+
+def _band(ax, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, ok: np.ndarray, color: str) -> None:
+    """Shade the interval [lo, hi] over the levels ``x`` (an error bar where one level)."""
+    ok = ok & np.isfinite(lo) & np.isfinite(hi) & (lo > 0)
+    if np.sum(ok) == 1:
+        ax.errorbar(x[ok], (lo[ok] + hi[ok]) / 2, yerr=(hi[ok] - lo[ok]) / 2, color=color, alpha=0.4, capsize=3, ls="none")
+    elif np.any(ok):
+        ax.fill_between(x[ok], lo[ok], hi[ok], color=color, alpha=0.2)
+
+
+def plot_ratio(rows: List[dict], path: Path) -> None:
+    """Variance ratio to exact per level, a row of horizons per contact model."""
     import matplotlib.pyplot as plt
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with (out_dir / "gradient_variance.csv").open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    fig, ax = plt.subplots(figsize=(5, 3.5))
-    levels = list(dict.fromkeys(str(r["stiffness"]) for r in rows))
-    for est in dict.fromkeys(r["estimator"] for r in rows):
-        ys = [next(r["variance"] for r in rows if r["estimator"] == est and str(r["stiffness"]) == lv) for lv in levels]
-        ax.semilogy(levels, ys, marker="o", label=est)
-    ax.set(xlabel="contact stiffness", ylabel="variance of rollout gradient", title=rows[0]["env"])
-    ax.legend()
+    models, horizons, estimators = _grid(rows)
+    fig, axes = _axes(plt, models, horizons, f"{rows[0]['env']}: gradient variance / exact's (95 % bootstrap)")
+    for i, m in enumerate(models):
+        axes[i, 0].set_ylabel("variance ratio to exact")
+        for j, h in enumerate(horizons):
+            ax = axes[i, j]
+            ax.axhline(1.0, color="0.6", lw=0.8, ls="--")
+            for e in estimators:
+                if e == "exact":
+                    continue
+                s = _series(rows, m, h, e, ("variance_ratio", "ratio_lo", "ratio_hi"))
+                ok = np.isfinite(s["variance_ratio"]) & (s["variance_ratio"] > 0)
+                ax.plot(s["level"][ok], s["variance_ratio"][ok], marker="o", ms=3, color=COLORS[e], label=e)
+                _band(ax, s["level"], s["ratio_lo"], s["ratio_hi"], ok, COLORS[e])
+    _finish(fig, axes, rows, models, lambda lo, hi: (min(lo, 0.3), max(hi, 3.0)))
     fig.tight_layout()
-    fig.savefig(out_dir / "gradient_variance.png", dpi=120)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-def main(argv: Optional[List[str]] = None) -> None:
+def plot_raw(rows: List[dict], path: Path) -> None:
+    """Raw gradient variance per level; exploded values (> EXPLODED or non-finite) drawn
+    at the top of the axis as triangles."""
+    import matplotlib.pyplot as plt
+
+    models, horizons, estimators = _grid(rows)
+    fig, axes = _axes(plt, models, horizons, f"{rows[0]['env']}: total variance of the rollout gradient")
+    exploded_any = False
+    for i, m in enumerate(models):
+        axes[i, 0].set_ylabel("variance across starts")
+        for j, h in enumerate(horizons):
+            ax = axes[i, j]
+            for e in estimators:
+                s = _series(rows, m, h, e, ("variance", "variance_lo", "variance_hi", "nonfinite"))
+                v = s["variance"]
+                bad = ~np.isfinite(v) | (v > EXPLODED)
+                ok = ~bad & (v > 0)
+                ax.plot(s["level"][ok], v[ok], marker="o", ms=3, color=COLORS[e], label=e)
+                _band(ax, s["level"], s["variance_lo"], np.minimum(s["variance_hi"], EXPLODED), ok, COLORS[e])
+                if np.any(bad):
+                    exploded_any = True
+                    ax.plot(s["level"][bad], np.full(np.sum(bad), EXPLODED), marker="^", ls="none", ms=7,
+                            color=COLORS[e], clip_on=False)
+    _finish(fig, axes, rows, models, lambda lo, hi: (lo, EXPLODED if exploded_any else hi))
+    if exploded_any:
+        fig.text(0.01, 0.005, f"triangles: variance > {EXPLODED:.0e} or non-finite, clipped to the top", fontsize=8)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_figures(out_dir: Path) -> None:
+    """Both figures from every row of the CSV in ``out_dir``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    rows = read_rows(out_dir)
+    if rows:
+        plot_ratio(rows, out_dir / "gradient_variance_ratio.png")
+        plot_raw(rows, out_dir / "gradient_variance_raw.png")
+
+
+# ======================================================================================
+# Command line
+# ======================================================================================
+def select_models(which: str, levels: Optional[Sequence[str]], physics_dt: Optional[float],
+                  quick: bool) -> List[ContactModel]:
+    """Contact models of ``--contact-model`` with ``--levels`` (``1e-3``: every selected
+    model; ``mujoco=0.004``: one model) and ``--physics-dt`` (MuJoCo; 0: the task's)."""
+    names = list(CONTACT_MODELS) if which == "both" else [which]
+    chosen = {n: (QUICK_LEVELS[n] if quick else CONTACT_MODELS[n].levels) for n in names}
+    if levels:
+        override: Dict[str, List[float]] = {}
+        for token in levels:
+            name, _, value = token.rpartition("=")
+            for n in ([name] if name else names):
+                if n not in names:
+                    raise ValueError(f"--levels {token!r}: contact model {n!r} is not selected")
+                override.setdefault(n, []).append(float(value))
+        chosen.update({n: tuple(v) for n, v in override.items()})
+    models = []
+    for n in names:
+        dt = CONTACT_MODELS[n].physics_dt
+        if n == "mujoco" and physics_dt is not None:
+            dt = physics_dt or None
+        models.append(dataclasses.replace(CONTACT_MODELS[n], levels=chosen[n], physics_dt=dt))
+    return models
+
+
+def main(argv: Optional[List[str]] = None) -> List[dict]:
+    """Run the sweep of the command line ``argv``; returns the rows it added."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--env", default="BoxPush-v0", choices=sorted(START))
-    parser.add_argument("--stiffness", nargs="+", default=["soft", "default", "stiff"])
-    parser.add_argument("--estimators", nargs="+", default=["exact", "bundle", "zeroth", "bcg", "alpha"])
-    parser.add_argument("--seeds", type=int, default=16)
-    parser.add_argument("--horizon", type=int, default=16)
-    parser.add_argument("--reference-samples", type=int, default=64)
+    parser.add_argument("--env", default="BoxPush-v0", choices=ENVS)
+    parser.add_argument("--contact-model", default="both", choices=["mujoco", "penalty", "both"])
+    parser.add_argument("--levels", nargs="+", default=None, help="override: 0.004 0.002 or mujoco=0.004 penalty=300")
+    parser.add_argument("--physics-dt", type=float, default=None,
+                        help="MuJoCo model's physics timestep (s; default 0.001, 0: the task's)")
+    parser.add_argument("--estimators", nargs="+", default=None, choices=ESTIMATORS,
+                        help="default: all (exact bcg with --quick)")
+    parser.add_argument("--horizons", nargs="+", type=int, default=list(HORIZONS))
+    parser.add_argument("--starts", type=int, default=None, help="start states (default 64; 16 on G1Jump-v0)")
+    parser.add_argument("--reference-samples", type=int, default=16,
+                        help="jittered exact gradients per start in the reference (each sample costs one exact block)")
+    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
+    parser.add_argument("--contact-threshold", type=float, default=None, help="N; the contact event of a scripted episode")
+    parser.add_argument("--lead-steps", type=int, default=2, help="control steps between a start and its contact event")
+    parser.add_argument("--quick", action="store_true",
+                        help="1 level per model, 4 starts, horizons 1 4, exact and bcg, 2 reference samples")
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
+    if args.quick:
+        args.starts, args.horizons, args.reference_samples, args.resamples = 4, [1, 4], 2, 200
+        args.estimators = args.estimators or ["exact", "bcg"]
     single_cpu_client()  # the 2-core batched-kernel deadlock (see bcg_envs.utils.single_cpu_client)
-    rows = sweep(args.env, args.stiffness, args.estimators, args.seeds, args.horizon, args.reference_samples)
-    write(rows, Path(args.out or f"baselines/results/{args.env}"))
+    out_dir = Path(args.out or f"baselines/results/{args.env}")
+    n = args.starts or DEFAULT_STARTS[args.env]
+    horizons = sorted(set(args.horizons))
+    models = select_models(args.contact_model, args.levels, args.physics_dt, args.quick)
+    read_rows(out_dir)  # fail early on a CSV of another format
+    starts = find_starts(args.env, n, max(horizons), out_dir, args.contact_threshold, args.lead_steps)
+    print(f"{args.env}: {len(starts)} starts ({starts.source}); horizons {horizons}; "
+          + "; ".join(f"{m.name} levels {list(m.levels)} physics_dt {m.physics_dt or 'task'}" for m in models), flush=True)
+    rows = sweep(args.env, models, args.estimators or list(ESTIMATORS), starts, horizons, out_dir,
+                 reference_samples=args.reference_samples, resamples=args.resamples)
+    write_figures(out_dir)
+    return rows
 
 
 if __name__ == "__main__":

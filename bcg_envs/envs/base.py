@@ -21,14 +21,11 @@ from flax import struct
 from mujoco import mjx
 
 from bcg_envs.gradients.config import BundleConfig, check_estimator
-from bcg_envs.gradients.differentiable_step import DifferentiableStep
+from bcg_envs.gradients.differentiable_step import Branches, DifferentiableStep
 from bcg_envs.physics.penalty_contact import PenaltyContact
-from bcg_envs.physics.simulator import CONTACT_MODELS, ContactStiffness, Physics, load_model, refresh
+from bcg_envs.physics.simulator import CONTACT_MODELS, MAX_QVEL, ContactStiffness, Physics, load_model, refresh
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
-
-#: A state whose joint speed exceeds this (rad/s or m/s) counts as diverged.
-MAX_QVEL = 1e3
 
 
 @struct.dataclass
@@ -267,6 +264,8 @@ class MjxEnv(abc.ABC):
             "is_success": jnp.zeros((), bool),
             **task_info,
         }
+        branches = self.stepper().empty_branches()
+        info.update(bundle_branches=branches.z, bundle_branch_valid=branches.valid)
         metrics = {f"reward/{k}": jnp.zeros(()) for k in self.config["reward_weights"]}
         metrics["is_success"] = jnp.zeros(())
         return State(data, self.observe(data, info), jnp.zeros(()), jnp.zeros(()), metrics, info)
@@ -289,7 +288,8 @@ class MjxEnv(abc.ABC):
     def _step(self, state: State, action: jax.Array, stepper: DifferentiableStep) -> State:
         action = jnp.clip(action, -1.0, 1.0)
         rng, key = jax.random.split(state.info["rng"])
-        result = stepper(state.data, self.physics_action(action, state.info), key, state.info["bundle_window"])
+        branches = Branches(state.info["bundle_branches"], state.info["bundle_branch_valid"])
+        result = stepper(state.data, self.physics_action(action, state.info), key, state.info["bundle_window"], branches)
         diverged = ~(
             jnp.all(jnp.isfinite(result.data.qpos))
             & jnp.all(jnp.isfinite(result.data.qvel))
@@ -300,12 +300,15 @@ class MjxEnv(abc.ABC):
         info.update(
             rng=rng,
             step=state.info["step"] + 1,
-            bundle_window=result.bundle_window,
+            bundle_window=jnp.where(diverged, 0, result.bundle_window),
             bundled=result.bundled,
             sim_diverged=diverged,
             max_contact_force=jnp.max(result.contact_force, initial=0.0),
-            bundle_dropped=jnp.zeros((), jnp.int32),  # grad_step overwrites these two
+            # branches dropped by a branch rollout; grad_step overwrites it and bundle_alpha
+            bundle_dropped=jnp.asarray(result.stats.get("bundle_dropped", 0), jnp.int32),
             bundle_alpha=jnp.ones((), jnp.float32),
+            bundle_branches=result.branches.z,
+            bundle_branch_valid=result.branches.valid & ~diverged,
         )
         info = self.update_info(state.data, data, info)
         reward, weighted = self.reward(state.data, action, data, info)

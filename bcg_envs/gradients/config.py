@@ -30,13 +30,19 @@ class BundleConfig:
         ``state_sigma[0]`` for the actions.
       force_threshold: contact normal force (N) above which ``bcg`` bundles; ``None`` takes
         the environment's default (400 N on G1 as in the paper).
-      horizon: control steps a triggered ``bcg`` bundle stays active (the paper's H; 1 in
-        ``grad_step``, which differentiates one step at a time).
+      horizon: the paper's H, control steps of a ``bcg`` branch rollout. At a trigger the
+        B perturbed branches are rolled H steps under the nominal actions and the rollout
+        gradient (``jax.grad``, SHAC) through the window is the mean over valid branches of
+        each branch's H-step sensitivity; the branch states travel in the env state
+        (``info["bundle_branches"]``), so an env stepped with ``horizon > 1`` must be made
+        with that bundle. ``grad_step`` differentiates one step at a time: inside a window
+        it returns a fresh one-step bundle's Jacobians.
       space: ``"cartesian"`` maps contact-point perturbations to joints through the damped
         pseudo-inverse of the contact Jacobian; ``"joint"`` perturbs the contacting chain's
         joints directly.
       forward: ``"nominal"`` advances the unperturbed state; ``"mean"`` advances to the
-        mean of the branch states (the paper's forward pass).
+        mean of the branch states (the paper's forward pass; with ``horizon > 1`` the
+        mean of the branch rollouts' states at each step of the window).
       antithetic: sample perturbations in +/- pairs (needs an even ``num_samples``).
       damping: damping of the contact-Jacobian pseudo-inverse (paper: 1e-4).
       perturb_base: let ``bcg`` perturb a floating base (free joint) too; by default only

@@ -15,12 +15,22 @@ derivative, so reverse mode runs through it. Each control step is a ``jax.custom
 ``jacobians`` builds the full ``(A, B)`` with forward mode for ``grad_step``, and
 ``backward="jacobians"`` routes the backward pass through them (the previous design:
 ``nx + nu`` tangent columns per step) for comparison and as a test reference.
+
+**Branch rollouts** (``bcg`` with ``horizon`` H > 1, the paper's bundle): at a step whose
+contact force crosses the threshold (outside a running window), B perturbed copies of
+the state (the branches) are drawn and each is rolled H control steps under the same
+actions as the nominal trajectory; their states travel with the env state. Inside the
+window the env state's value is the nominal one (``forward="nominal"``) or the branch
+mean (``forward="mean"``), and its derivative is the mean over valid branches of the
+branches' derivatives: a rollout gradient through the window is the mean of the B
+branch products ``A_H^b ... A_1^b``, not a product of per-step means. A branch that
+becomes non-finite or exceeds ``MAX_QVEL`` is dropped for the rest of the window.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Dict, NamedTuple
+from typing import Callable, Dict, NamedTuple, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -37,7 +47,15 @@ from bcg_envs.gradients.perturbations import (
     global_sigma,
 )
 from bcg_envs.physics import tangent
-from bcg_envs.physics.simulator import Physics, control_step_with_contacts, refresh
+from bcg_envs.physics.simulator import MAX_QVEL, Physics, control_step_with_contacts, refresh
+
+
+class Branches(NamedTuple):
+    """The states of a running branch rollout: ``z`` (B, nq + nv + na) holds each
+    branch's (qpos, qvel, act); ``valid`` (B,) which branches are still kept."""
+
+    z: jnp.ndarray
+    valid: jnp.ndarray
 
 
 class StepResult(NamedTuple):
@@ -48,6 +66,7 @@ class StepResult(NamedTuple):
     bundled: jnp.ndarray  # bool: the estimator bundled at this step
     bundle_window: jnp.ndarray  # int: steps the triggered bcg bundle stays active
     stats: Dict[str, jnp.ndarray]
+    branches: Branches  # branch states carried to the next step (B = 0 without rollouts)
 
 
 class Configuration(NamedTuple):
@@ -89,6 +108,9 @@ class DifferentiableStep:
         object.__setattr__(self, "nu", int(m.nu))
         object.__setattr__(self, "nx", 2 * int(m.nv) + int(m.na))
         object.__setattr__(self, "num_samples", samples_for(self.config, self.estimator, self.nx, self.nu))
+        object.__setattr__(self, "branching", self.estimator == "bcg" and self.config.horizon > 1)
+        object.__setattr__(self, "num_branches", self.num_samples if self.branching else 0)
+        object.__setattr__(self, "nz", int(m.nq) + int(m.nv) + int(m.na))
         object.__setattr__(self, "_quat", tangent.has_quaternions(m))
         object.__setattr__(self, "_body_of_geom", np.asarray(m.geom_bodyid, np.int32))
         # Jitted once per instance: JAX caches the traced jaxpr, so the repeated traces
@@ -99,6 +121,10 @@ class DifferentiableStep:
         object.__setattr__(self, "jacobians", jax.jit(self._jacobians_at))
         build = self._build_vjp_step if self.backward == "vjp" else self._build_jacobian_product_step
         object.__setattr__(self, "_vjp_step", build())
+        if self.branching:
+            object.__setattr__(self, "_branches_forward", triggered_bundle(self._no_branches, self._roll_branches))
+            object.__setattr__(self, "_branch_backward", triggered_bundle(self._exact_backward, self._branches_backward))
+            object.__setattr__(self, "_branch_step", self._build_branch_step())
 
     # ----- tangent coordinates -------------------------------------------------------
     def displace(self, data: mjx.Data, dx: jnp.ndarray) -> mjx.Data:
@@ -126,8 +152,10 @@ class DifferentiableStep:
         return f
 
     # ----- estimators ----------------------------------------------------------------
-    def _offsets(self, data0, action, key, contact):
-        """Bundle offsets for this step's estimator, shape (B, nx) and (B, nu)."""
+    def offsets(self, data0: mjx.Data, action: jnp.ndarray, key: jax.Array, contact) -> Tuple[jnp.ndarray, jnp.ndarray]:
+        """Bundle offsets (tangent state, action) of this step's estimator, (B, nx) and (B, nu);
+        ``contact`` is ``control_step_with_contacts``' report of the nominal step (bcg
+        perturbs the contacting chain)."""
         cfg = self.config
         if self.estimator == "bcg":
             force, points, geoms = contact
@@ -149,7 +177,7 @@ class DifferentiableStep:
         f = self.transition(data0, action, next_data)
         if self.estimator == "exact":
             return estimators.exact(f, self.nx, self.nu)
-        dx, du = self._offsets(data0, action, key, contact)
+        dx, du = self.offsets(data0, action, key, contact)
         if self.estimator == "zeroth":
             return estimators.zeroth_order_bundle(f, dx, du, self._sigma())
         if self.estimator == "alpha":
@@ -171,7 +199,7 @@ class DifferentiableStep:
         without forming ``A_i``. A branch whose next state or VJP is non-finite is
         dropped, as in the Jacobian bundle."""
         f = self.transition(data0, action, ref_next)
-        dx, du = self._offsets(data0, action, key, contact)
+        dx, du = self.offsets(data0, action, key, contact)
 
         def branch(dxi, dui):
             y, pull = jax.vjp(f, dxi, dui)
@@ -209,7 +237,7 @@ class DifferentiableStep:
         next_data = nominal
         if self.config.forward == "mean" and self.estimator != "exact":
             f = self.transition(data0, action, nominal)
-            dx, du = self._offsets(data0, action, key, contact)
+            dx, du = self.offsets(data0, action, key, contact)
             ys = jax.vmap(f)(dx, du)
             ok = jnp.all(jnp.isfinite(ys), axis=1)
             mean = jnp.sum(jnp.where(ok[:, None], ys, 0.0), 0) / jnp.maximum(jnp.sum(ok), 1)
@@ -300,19 +328,161 @@ class DifferentiableStep:
         step.defvjp(fwd, bwd)
         return step
 
-    def __call__(self, data0: mjx.Data, action: jnp.ndarray, key: jax.Array, window: jnp.ndarray) -> StepResult:
-        """Step differentiably: gradients flow through ``data0``'s qpos/qvel/act and
-        ``action``; everything else about the step is treated as a constant."""
+    # ----- branch rollouts (bcg, horizon > 1) ------------------------------------------------
+    def empty_branches(self, dtype=jnp.float32) -> Branches:
+        """No running branch rollout (the state of a fresh episode)."""
+        return Branches(jnp.zeros((self.num_branches, self.nz), dtype), jnp.zeros((self.num_branches,), bool))
+
+    def _raw(self, data: mjx.Data) -> jnp.ndarray:
+        return jnp.concatenate([data.qpos, data.qvel, data.act])
+
+    def _with_raw(self, data: mjx.Data, z: jnp.ndarray) -> mjx.Data:
+        nq, nv = int(self.physics.mj_model.nq), self.nv
+        return data.replace(qpos=z[:nq], qvel=z[nq : nq + nv], act=z[nq + nv :])
+
+    def _advance_branch(self, data0: mjx.Data, z: jnp.ndarray, u: jnp.ndarray) -> jnp.ndarray:
+        """One control step of the branch at ``z`` under action ``u`` (``data0`` supplies
+        the constants of the step: warm start, contact slots)."""
+        return self._raw(self.physics.control_step(self._with_raw(data0, z), self.action_to_ctrl(u)))
+
+    def _branch_inputs(self, start, data0, action, key, contact, branches):
+        """Branch states and actions entering this step: fresh perturbations of ``data0``
+        where a window ``start``s, else the carried branches under the nominal action."""
+        dx, du = self.offsets(data0, action, key, contact)
+        fresh = jax.vmap(lambda d: self._raw(self.displace(data0, d)))(dx)
+        z0 = jnp.where(start, fresh, branches.z)
+        valid0 = jnp.where(start, jnp.ones_like(branches.valid), branches.valid)
+        u0 = action + jnp.where(start, du, 0.0)
+        return z0, valid0, u0, dx
+
+    def _roll_branches(self, start, data0, action, key, contact, branches) -> Branches:
+        z0, valid0, u0, _ = self._branch_inputs(start, data0, action, key, contact, branches)
+        z1 = jax.vmap(lambda z, u: self._advance_branch(data0, z, u))(z0, u0)
+        nq, nv = int(self.physics.mj_model.nq), self.nv
+        ok = valid0 & jnp.all(jnp.isfinite(z1), axis=1) & jnp.all(jnp.abs(z1[:, nq : nq + nv]) < MAX_QVEL, axis=1)
+        return Branches(jnp.where(ok[:, None], z1, 0.0), ok)
+
+    def _no_branches(self, start, data0, action, key, contact, branches) -> Branches:
+        return Branches(jnp.zeros_like(branches.z), jnp.zeros_like(branches.valid))
+
+    def _branching_primal(self, qpos, qvel, act, action, data0, key, window, branches):
+        data0 = data0.replace(qpos=qpos, qvel=qvel, act=act)
+        nominal, contact = control_step_with_contacts(self.physics, data0, self.action_to_ctrl(action))
+        start = jnp.any(contact[0] > self.config.force_threshold) & (window == 0)
+        active = start | (window > 0)
+        rolled = self._branches_forward(active, start, data0, action, key, contact, branches)
+        next_window = jnp.where(start, self.config.horizon - 1, jnp.maximum(window - 1, 0)).astype(jnp.int32)
+        next_data = nominal
+        if self.config.forward == "mean":
+            offsets = jax.vmap(lambda z: self.offset(self._with_raw(nominal, z), nominal))(rolled.z)
+            mean = estimators.masked_mean(offsets, rolled.valid)
+            next_data = self.displace(nominal, jnp.where(active & jnp.any(rolled.valid), mean, 0.0))
+        keep = next_window > 0
+        carried = Branches(jnp.where(keep, rolled.z, 0.0), rolled.valid & keep)
+        dropped = jnp.where(active, jnp.sum(~rolled.valid), 0).astype(jnp.int32)
+        aux = (next_data, contact, active, next_window, dropped)
+        return (next_data.qpos, next_data.qvel, next_data.act, carried), (aux, (start, active, rolled))
+
+    def _exact_backward(self, start, data0, action, key, contact, branches, rolled, ref, g_state, g_carried):
+        """The exact step's input cotangents (no branch rollout at this step)."""
+        nq, nv = int(self.physics.mj_model.nq), self.nv
+        g_y = self._tangent_cotangent(ref.qpos, g_state[:nq], g_state[nq : nq + nv], g_state[nq + nv :])
+        g_x, g_u = self._exact_vjp(data0, action, key, contact, ref, g_y)
+        ok = (jnp.all(jnp.isfinite(g_x)) & jnp.all(jnp.isfinite(g_u))) | ~jnp.all(jnp.isfinite(g_y))
+        g_x, g_u = jnp.where(ok, g_x, 0.0), jnp.where(ok, g_u, 0.0)
+        g_qpos, g_qvel, g_act = self._state_cotangent(data0.qpos, g_x, g_u)[:3]
+        return jnp.concatenate([g_qpos, g_qvel, g_act]), g_u, jnp.zeros_like(branches.z)
+
+    def _branches_backward(self, start, data0, action, key, contact, branches, rolled, ref, g_state, g_carried):
+        """Input cotangents of a step inside a branch rollout: the state's cotangent goes
+        to the valid branches in equal shares (its derivative is their mean), each branch
+        pulls its cotangent back through its own exact step, and the branch inputs
+        collect them (into the state where the window starts here)."""
+        z0, valid0, u0, dx = self._branch_inputs(start, data0, action, key, contact, branches)
+        share = rolled.valid / jnp.maximum(jnp.sum(rolled.valid), 1)
+        g_z1 = g_carried + share[:, None] * g_state[None, :]
+
+        def pull(z, u, g):
+            _, vjp = jax.vjp(lambda z_, u_: self._advance_branch(data0, z_, u_), z, u)
+            return vjp(g)
+
+        g_z0, g_u = jax.vmap(pull)(z0, u0, g_z1)
+        ok = rolled.valid & estimators.finite_rows(g_z0, g_u)
+        g_z0, g_u = jnp.where(ok[:, None], g_z0, 0.0), jnp.where(ok[:, None], g_u, 0.0)
+
+        def fresh(state):
+            d = self._with_raw(data0, state)
+            return jax.vmap(lambda d_: self._raw(self.displace(d, d_)))(dx)
+
+        _, pull_fresh = jax.vjp(fresh, self._raw(data0))
+        g_start = pull_fresh(g_z0)[0]
+        g_state0 = jnp.where(start, g_start, 0.0)
+        g_branches = jnp.where(start, 0.0, g_z0)
+        return g_state0, jnp.sum(g_u, axis=0), g_branches
+
+    def _build_branch_step(self):
+        """The custom_vjp step of ``bcg`` with branch rollouts (see the module docstring)."""
+
+        def primal(qpos, qvel, act, action, data0, key, window, branches):
+            out, (aux, _) = self._branching_primal(qpos, qvel, act, action, data0, key, window, branches)
+            return out, aux
+
+        def fwd(qpos, qvel, act, action, data0, key, window, branches):
+            out, (aux, (start, active, rolled)) = self._branching_primal(qpos, qvel, act, action, data0, key, window, branches)
+            data0 = data0.replace(qpos=qpos, qvel=qvel, act=act)
+            ref = Configuration(out[0], out[1], out[2])
+            return (out, aux), (data0, action, key, aux[1], start, active, branches, rolled, ref, out[3].valid)
+
+        def bwd(res, cotangent):
+            data0, action, key, contact, start, active, branches, rolled, ref, kept = res
+            (g_qpos, g_qvel, g_act, g_carried), _ = cotangent
+            g_state = jnp.concatenate([g_qpos, g_qvel, g_act])
+            g_kept = jnp.where(kept[:, None], g_carried.z, 0.0)  # a dropped or ended branch is a constant
+            g_in, g_u, g_branches = self._branch_backward(
+                active, start, data0, action, key, contact, branches, rolled, ref, g_state, g_kept
+            )
+            nq, nv = int(self.physics.mj_model.nq), self.nv
+            return (g_in[:nq], g_in[nq : nq + nv], g_in[nq + nv :], g_u, None, None, None, Branches(g_branches, None))
+
+        step = jax.custom_vjp(primal)
+        step.defvjp(fwd, bwd)
+        return step
+
+    def __call__(
+        self, data0: mjx.Data, action: jnp.ndarray, key: jax.Array, window: jnp.ndarray, branches: Branches | None = None
+    ) -> StepResult:
+        """Step differentiably: gradients flow through ``data0``'s qpos/qvel/act, ``action``
+        and the carried ``branches`` (``bcg`` with ``horizon > 1``; ``None``: no running
+        rollout); everything else about the step is treated as a constant."""
         aux_in = jax.lax.stop_gradient(data0)
-        (qpos, qvel, act), aux = self._vjp_step(data0.qpos, data0.qvel, data0.act, action, aux_in, key, window)
-        next_data, contact, trigger = jax.lax.stop_gradient(aux)
+        if branches is None:
+            branches = self.empty_branches(data0.qpos.dtype)
+        if self.branching and branches.z.shape != (self.num_branches, self.nz):
+            raise ValueError(
+                f"the state carries {branches.z.shape[0]} bundle branches but this stepper rolls "
+                f"{self.num_branches}; make the env with the same estimator and bundle "
+                "(make_jax(id, estimator=..., bundle=...))"
+            )
+        if self.branching:
+            (qpos, qvel, act, carried), aux = self._branch_step(
+                data0.qpos, data0.qvel, data0.act, action, aux_in, key, window, branches
+            )
+            next_data, contact, trigger, next_window, dropped = aux
+            next_data, contact, trigger = jax.lax.stop_gradient((next_data, contact, trigger))
+            stats = {"bundle_dropped": dropped}
+        else:
+            (qpos, qvel, act), aux = self._vjp_step(data0.qpos, data0.qvel, data0.act, action, aux_in, key, window)
+            next_data, contact, trigger = jax.lax.stop_gradient(aux)
+            next_window = self._next_window(contact, window) if self.estimator == "bcg" else jnp.zeros((), jnp.int32)
+            carried, stats = Branches(jnp.zeros_like(branches.z), jnp.zeros_like(branches.valid)), {}
         next_data = refresh(self.physics, next_data.replace(qpos=qpos, qvel=qvel, act=act))
         return StepResult(
             data=next_data,
             contact_force=contact[0],
             bundled=trigger,
-            bundle_window=self._next_window(contact, window) if self.estimator == "bcg" else jnp.zeros((), jnp.int32),
-            stats={},
+            bundle_window=next_window,
+            stats=stats,
+            branches=carried,
         )
 
 

@@ -104,8 +104,8 @@ def train_run(
     check_estimator(estimator)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    env = shac.make_env(env_id)
     kwargs = {**TASK_DEFAULTS.get(short_name(env_id), {}), **kwargs}
+    env = shac.make_env(env_id, kwargs.get("bundle"))
     kwargs.setdefault("log_dir", out)
     kwargs.setdefault("checkpoint_dir", out / "checkpoints")
     settings = {**_defaults(shac.train), **kwargs, "estimator": estimator, "seed": int(seed)}

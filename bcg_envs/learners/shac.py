@@ -86,19 +86,22 @@ def step_fn(env: Any, estimator: Optional[str] = None, bundle: Any = None) -> Ca
     return lambda state, action: env.step_with(stepper, state, action)
 
 
-_ENVS: Dict[str, Any] = {}
+_ENVS: Dict[Any, Any] = {}
 
 
-def make_env(env_id: str) -> Any:
+def make_env(env_id: str, bundle: Any = None) -> Any:
     """``bcg_envs.make_jax(env_id)``, cached per id so that repeated runs reuse compiled
     functions. ``train`` applies its ``estimator`` through ``step_fn``, which steps
-    exactly as ``make_jax(env_id, estimator=estimator).step`` would."""
+    exactly as ``make_jax(env_id, estimator=estimator).step`` would. A ``bundle`` with
+    ``horizon > 1`` makes the env with it: its state carries the branch rollouts."""
     from bcg_envs.registry import make_jax, short_name
 
     name = short_name(env_id)
-    if name not in _ENVS:
-        _ENVS[name] = make_jax(name)
-    return _ENVS[name]
+    branching = bundle is not None and bundle.horizon > 1
+    key = (name, bundle) if branching else name
+    if key not in _ENVS:
+        _ENVS[key] = make_jax(name, bundle=bundle) if branching else make_jax(name)
+    return _ENVS[key]
 
 
 # ----- policy factory ---------------------------------------------------------------------
@@ -657,7 +660,7 @@ def train(
       ``"actor"``, ``"critic"``; ``metrics`` holds the last training and evaluation
       metrics, ``num_steps``, ``skipped_updates`` and ``training/walltime``.
     """
-    env = make_env(environment) if isinstance(environment, str) else environment
+    env = make_env(environment, bundle) if isinstance(environment, str) else environment
     if (num_timesteps is None) == (total_steps is None):
         raise ValueError("give exactly one of num_timesteps and total_steps (the env-step budget)")
     num_timesteps = int(num_timesteps if num_timesteps is not None else total_steps)

@@ -27,6 +27,9 @@ ContactStiffness = Union[str, float, Tuple[float, float]]
 
 CONTACT_MODELS = ("mujoco", "penalty")
 
+#: A state whose joint speed exceeds this (rad/s or m/s) counts as diverged.
+MAX_QVEL = 1e3
+
 
 def _positive(value, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:

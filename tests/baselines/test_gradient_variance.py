@@ -1,41 +1,185 @@
-"""baselines/gradient_variance.py on a tiny sweep: bcg varies less than exact when stiff."""
+"""baselines/gradient_variance.py: statistics, cost model, resumable CSV, a quick real sweep."""
 
 import csv
+import math
 
 import numpy as np
+import pytest
 
-from baselines import gradient_variance
+from baselines import gradient_variance as gv
 
 
 def test_simulation_counts_follow_the_estimators_cost_model():
     nx, nu, n = 10, 2, 10
-    assert gradient_variance.simulations_per_step("exact", nx, nu, n, 0.0) == 13
-    assert gradient_variance.simulations_per_step("bundle", nx, nu, n, 1.0) == 121
+    assert gv.simulations_per_step("exact", nx, nu, n, 0.0) == 13
+    assert gv.simulations_per_step("bundle", nx, nu, n, 1.0) == 121
+    assert gv.simulations_per_step("zeroth", nx, nu, 24, 1.0) == 26
+    assert gv.simulations_per_step("alpha", nx, nu, 24, 1.0) == 2 + 24 * 13
     # bcg costs exact off contact and the bundle on every bundled step.
-    assert gradient_variance.simulations_per_step("bcg", nx, nu, n, 0.0) == 13
-    assert gradient_variance.simulations_per_step("bcg", nx, nu, n, 1.0) == 121
+    assert gv.simulations_per_step("bcg", nx, nu, n, 0.0) == 13
+    assert gv.simulations_per_step("bcg", nx, nu, n, 1.0) == 121
+    assert gv.simulations_per_step("bcg", nx, nu, n, 0.5) == 67
 
 
 def test_variance_and_cosine_of_huge_float32_gradients_are_finite():
     """An under-determined zeroth-order rollout gradient reaches ~1e20 in float32: its
-    square overflows float32 (the session-4 to 6 tables printed ``inf``), not float64."""
+    square overflows float32, not float64."""
     g = np.array([[1e20, -3e20], [-1e20, 3e20]], np.float32)
-    assert np.isclose(gradient_variance.variance_across_seeds(g), 1e40 + 9e40, rtol=1e-6)
-    assert gradient_variance.cosine(g[0], g[0]) == 1.0 and gradient_variance.cosine(g[0], g[1]) == -1.0
+    assert np.isclose(gv.variance_across_seeds(g), 1e40 + 9e40, rtol=1e-6)
+    assert gv.cosine(g[0], g[0]) == 1.0 and gv.cosine(g[0], g[1]) == -1.0
+    lo, hi = gv.bootstrap_variance(g, 50)
+    assert np.isfinite(lo) and np.isfinite(hi)
 
 
-def test_sweep_shows_bcg_below_exact_at_the_stiffest_setting(tmp_path):
-    """Across 8 seeds (1 mm start-state jitter, plus the bundle's own samples for bcg), the
-    gradient of an 8-step return with respect to the start state varies less with bcg than
-    with exact gradients when the rollout starts with a stiff pusher-box impact: the exact
-    impact Jacobian swings with the contact timing inside the step, the bundle averages it."""
-    rows = gradient_variance.sweep("BoxPush-v0", ["stiff"], ["exact", "bcg"], seeds=8, horizon=8, reference_samples=8)
-    gradient_variance.write(rows, tmp_path)
-    by = {r["estimator"]: r for r in rows}
-    print({k: (r["variance"], r["bundled_fraction"]) for k, r in by.items()})
-    assert np.isfinite(by["exact"]["variance"]) and np.isfinite(by["bcg"]["variance"])
-    assert by["exact"]["bundled_fraction"] == 0.0 and 0.0 < by["bcg"]["bundled_fraction"] < 1.0
-    assert by["bcg"]["variance"] < by["exact"]["variance"]
-    with (tmp_path / "gradient_variance.csv").open() as f:
-        assert [r["estimator"] for r in csv.DictReader(f)] == ["exact", "bcg"]
-    assert (tmp_path / "gradient_variance.png").stat().st_size > 1000
+def test_bootstrap_interval_of_the_variance_covers_the_truth_and_shrinks_with_more_starts():
+    """Rows of N(0, s^2) in d dimensions have total variance s^2 d; the 95 % interval
+    covers it and is about 4x narrower with 16x the rows."""
+    s, d = 2.0, 5
+    rng = np.random.default_rng(0)
+    widths = []
+    for n in (100, 1600):
+        g = s * rng.standard_normal((n, d))
+        lo, hi = gv.bootstrap_variance(g, resamples=1000, seed=0)
+        assert lo < s**2 * d < hi, (n, lo, hi)
+        assert lo < gv.variance_across_seeds(g) < hi
+        widths.append(hi - lo)
+    assert 2.5 < widths[0] / widths[1] < 6.5, widths
+
+
+def test_bootstrap_interval_of_a_variance_ratio_covers_the_truth():
+    rng = np.random.default_rng(1)
+    g, h = 3.0 * rng.standard_normal((800, 4)), rng.standard_normal((800, 4))
+    lo, hi = gv.bootstrap_ratio(g, h, resamples=1000, seed=0)
+    assert lo < 9.0 < hi and hi - lo < 3.0, (lo, hi)
+    assert gv.bootstrap_ratio(g, g, resamples=100) == (1.0, 1.0)
+
+
+def test_statistics_count_non_finite_gradients_and_leave_them_out():
+    rng = np.random.default_rng(2)
+    g = rng.standard_normal((10, 6))
+    ref = g.copy()
+    g_bad = g.copy()
+    g_bad[3, 1], g_bad[7, 0] = np.nan, np.inf
+    stats = gv.horizon_stats(g_bad, ref, g, resamples=100, seed=0)
+    ok = np.ones(10, bool)
+    ok[[3, 7]] = False
+    assert stats["nonfinite"] == 2 and stats["grad_dim"] == 6
+    assert np.isclose(stats["variance"], gv.variance_across_seeds(g[ok]))
+    assert np.isclose(stats["variance_ratio"], 1.0)
+    assert np.isclose(stats["cosine_to_reference"], 1.0) and np.isclose(stats["rel_error_to_reference"], 0.0)
+    assert np.isclose(stats["mean_grad_norm"], np.mean(np.linalg.norm(g[ok], axis=1)))
+    none = gv.horizon_stats(np.full((4, 3), np.nan), np.ones((4, 3)), None, resamples=10, seed=0)
+    assert none["nonfinite"] == 4 and math.isnan(none["variance"]) and math.isnan(none["variance_ratio"])
+
+
+def test_levels_and_physics_timestep_from_the_command_line():
+    both = gv.select_models("both", None, None, quick=False)
+    assert [m.name for m in both] == ["mujoco", "penalty"]
+    assert both[0].levels == (0.05, 0.02, 0.008, 0.004, 0.002) and both[0].physics_dt == 0.001
+    assert both[1].levels == (50.0, 100.0, 200.0, 300.0, 500.0) and both[1].physics_dt is None
+    assert both[1].env_kwargs(300.0) == {"contact_model": "penalty", "kappa": 300.0}
+    assert both[0].env_kwargs(0.004) == {"physics_dt": 0.001, "contact_stiffness": 0.004}
+    picked = gv.select_models("both", ["penalty=100", "penalty=200"], 0.0, quick=False)
+    assert picked[0].levels == both[0].levels and picked[0].physics_dt is None
+    assert picked[1].levels == (100.0, 200.0)
+    assert gv.select_models("mujoco", ["0.01"], None, quick=False)[0].levels == (0.01,)
+    with pytest.raises(ValueError):
+        gv.select_models("mujoco", ["penalty=100"], None, quick=False)
+
+
+class StubRunner:
+    """Synthetic gradients in place of physics: exact's spread grows with the horizon,
+    bcg's is half of it, ``bundle`` explodes."""
+
+    calls = []
+
+    def __init__(self, env_id, model, level, starts, horizons):
+        self.level, self.starts, self.horizons = level, starts, horizons
+
+    def _grads(self, scale, seed):
+        n, t, nu = self.starts.actions.shape
+        rng = np.random.default_rng(seed)
+        steps = np.arange(t)[None, :, None]
+        return scale * (1.0 + steps) * rng.standard_normal((n, len(self.horizons), t, nu))
+
+    def reference(self, samples, sigma):
+        StubRunner.calls.append(("reference", self.level))
+        return np.zeros_like(self._grads(1.0, 0)) + 1.0
+
+    def block(self, estimator):
+        StubRunner.calls.append((estimator, self.level))
+        scale = {"exact": 1.0, "bcg": 0.5, "bundle": 1e9}[estimator]
+        n, t, _ = self.starts.actions.shape
+        bundled = np.zeros((n, t), bool) if estimator == "exact" else np.ones((n, t), bool)
+        return gv.Block(self._grads(scale, 1), bundled, 1e-3, 2.0, 10, 10, 2)
+
+
+def _stub_starts(n=8, t=4):
+    return gv.Starts(np.zeros((n, 5)), np.zeros((n, 5)), {"goal": np.zeros((n, 2))}, np.zeros((n, t, 2), np.float32), "stub")
+
+
+def test_sweep_appends_blocks_and_skips_them_when_restarted(tmp_path):
+    model = gv.ContactModel("mujoco", (0.02, 0.008), "tau", True, 0.001)
+    starts, horizons = _stub_starts(), (1, 4)
+    StubRunner.calls = []
+    rows = gv.sweep("BoxPush-v0", [model], ["bcg", "exact"], starts, horizons, tmp_path,
+                    reference_samples=3, resamples=50, runner=StubRunner)
+    assert len(rows) == 2 * 2 * 2
+    assert StubRunner.calls == [("exact", 0.02), ("reference", 0.02), ("bcg", 0.02),
+                                ("exact", 0.008), ("reference", 0.008), ("bcg", 0.008)]
+    with (tmp_path / gv.CSV_NAME).open() as f:
+        reader = csv.DictReader(f)
+        assert tuple(reader.fieldnames) == gv.COLUMNS
+        first = list(reader)
+    by = {(r["level"], r["estimator"], r["horizon"]): r for r in first}
+    assert float(by["0.02", "exact", "4"]["variance_ratio"]) == 1.0
+    assert np.isclose(float(by["0.02", "bcg", "4"]["variance_ratio"]), 0.25)
+    assert float(by["0.02", "bcg", "1"]["bundled_fraction"]) == 1.0
+    assert float(by["0.02", "exact", "4"]["sims_per_step"]) == 13
+
+    # Restarted: nothing is measured again; a new estimator reuses the stored exact
+    # gradients for its ratio and the stored reference.
+    StubRunner.calls = []
+    assert gv.sweep("BoxPush-v0", [model], ["exact", "bcg"], starts, horizons, tmp_path,
+                    reference_samples=3, resamples=50, runner=StubRunner) == []
+    assert StubRunner.calls == []
+    more = gv.sweep("BoxPush-v0", [model], ["exact", "bcg", "bundle"], starts, horizons, tmp_path,
+                    reference_samples=3, resamples=50, runner=StubRunner)
+    assert StubRunner.calls == [("bundle", 0.02), ("bundle", 0.008)]
+    assert all(r["variance_ratio"] > 1e16 for r in more)
+    assert len(gv.read_rows(tmp_path)) == len(first) + len(more)
+
+    gv.write_figures(tmp_path)  # the exploded bundle rows are clipped and marked
+    for name in ("gradient_variance_ratio.png", "gradient_variance_raw.png"):
+        assert (tmp_path / name).stat().st_size > 1000
+
+
+def test_a_csv_of_another_format_is_refused_not_overwritten(tmp_path):
+    (tmp_path / gv.CSV_NAME).write_text("env,stiffness,estimator\nBoxPush-v0,stiff,exact\n")
+    with pytest.raises(ValueError, match="columns"):
+        gv.read_rows(tmp_path)
+
+
+def test_quick_sweep_on_box_push(tmp_path):
+    """``--quick`` on BoxPush-v0, both contact models (4 scripted starts just before the
+    pusher strikes the box, horizons 1 and 4, exact and bcg): finite statistics, exact
+    never bundles, bcg bundles some steps (the strike exceeds its 10 N trigger)."""
+    gv.main(["--quick", "--env", "BoxPush-v0", "--contact-model", "both", "--out", str(tmp_path)])
+    rows = gv.read_rows(tmp_path)
+    assert {(r["contact_model"], r["estimator"], int(r["horizon"])) for r in rows} == {
+        (m, e, h) for m in ("mujoco", "penalty") for e in ("exact", "bcg") for h in (1, 4)}
+    for r in rows:
+        for key in ("variance", "variance_lo", "variance_hi", "mean_grad_norm", "cosine_to_reference",
+                    "variance_ratio", "ms_per_rollout_gradient", "sims_per_step"):
+            assert np.isfinite(float(r[key])), (key, r)
+        assert int(r["nonfinite"]) == 0 and int(r["starts"]) == 4
+        assert int(r["grad_dim"]) == 2 * int(r["horizon"])
+    exact = [r for r in rows if r["estimator"] == "exact"]
+    bcg = [r for r in rows if r["estimator"] == "bcg"]
+    assert all(float(r["bundled_fraction"]) == 0.0 and float(r["variance_ratio"]) == 1.0 for r in exact)
+    assert any(float(r["bundled_fraction"]) > 0.0 for r in bcg)
+    assert all(float(r["bundled_fraction"]) < 1.0 for r in bcg)
+    for name in ("gradient_variance_ratio.png", "gradient_variance_raw.png"):
+        assert (tmp_path / name).stat().st_size > 1000
+    # A restart finds every block done.
+    assert gv.main(["--quick", "--env", "BoxPush-v0", "--contact-model", "both", "--out", str(tmp_path)]) == []
