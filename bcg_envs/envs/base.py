@@ -26,6 +26,10 @@ from bcg_envs.physics.penalty_contact import PenaltyContact
 from bcg_envs.physics.simulator import CONTACT_MODELS, MAX_QVEL, ContactStiffness, Physics, load_model, refresh
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
+#: Info entries holding a running bcg branch rollout (``DifferentiableStep.Branches``):
+#: present only in the states of an env whose estimator rolls branches (``bcg`` with
+#: ``horizon > 1``; the MuJoCo C backend does not roll branches and never has them).
+BRANCH_INFO = ("bundle_branches", "bundle_branch_valid")
 
 
 @struct.dataclass
@@ -259,13 +263,16 @@ class MjxEnv(abc.ABC):
             "sim_diverged": jnp.zeros((), bool),
             "truncated": jnp.zeros((), bool),
             "max_contact_force": jnp.zeros((), jnp.float32),
+            "max_contact_rise": jnp.zeros((), jnp.float32),
             "bundle_dropped": jnp.zeros((), jnp.int32),
             "bundle_alpha": jnp.ones((), jnp.float32),
             "is_success": jnp.zeros((), bool),
             **task_info,
         }
-        branches = self.stepper().empty_branches()
-        info.update(bundle_branches=branches.z, bundle_branch_valid=branches.valid)
+        stepper = self.stepper()
+        if stepper.branching:  # bcg branch rollouts: the branch states travel with the state
+            branches = stepper.empty_branches()
+            info.update(dict(zip(BRANCH_INFO, branches)))
         metrics = {f"reward/{k}": jnp.zeros(()) for k in self.config["reward_weights"]}
         metrics["is_success"] = jnp.zeros(())
         return State(data, self.observe(data, info), jnp.zeros(()), jnp.zeros(()), metrics, info)
@@ -288,7 +295,14 @@ class MjxEnv(abc.ABC):
     def _step(self, state: State, action: jax.Array, stepper: DifferentiableStep) -> State:
         action = jnp.clip(action, -1.0, 1.0)
         rng, key = jax.random.split(state.info["rng"])
-        branches = Branches(state.info["bundle_branches"], state.info["bundle_branch_valid"])
+        carried = BRANCH_INFO[0] in state.info
+        if stepper.branching and not carried:
+            raise ValueError(
+                f"this stepper rolls bcg branches (horizon {stepper.config.horizon}) but the state "
+                "carries none; make the env with the same estimator and bundle "
+                "(make_jax(id, estimator=..., bundle=...))"
+            )
+        branches = Branches(*(state.info[k] for k in BRANCH_INFO)) if carried else None
         result = stepper(state.data, self.physics_action(action, state.info), key, state.info["bundle_window"], branches)
         diverged = ~(
             jnp.all(jnp.isfinite(result.data.qpos))
@@ -304,12 +318,13 @@ class MjxEnv(abc.ABC):
             bundled=result.bundled,
             sim_diverged=diverged,
             max_contact_force=jnp.max(result.contact_force, initial=0.0),
+            max_contact_rise=jnp.max(result.contact_rise, initial=0.0),
             # branches dropped by a branch rollout; grad_step overwrites it and bundle_alpha
             bundle_dropped=jnp.asarray(result.stats.get("bundle_dropped", 0), jnp.int32),
             bundle_alpha=jnp.ones((), jnp.float32),
-            bundle_branches=result.branches.z,
-            bundle_branch_valid=result.branches.valid & ~diverged,
         )
+        if carried:
+            info.update(dict(zip(BRANCH_INFO, (result.branches.z, result.branches.valid & ~diverged))))
         info = self.update_info(state.data, data, info)
         reward, weighted = self.reward(state.data, action, data, info)
         reward = jnp.where(diverged, 0.0, reward)

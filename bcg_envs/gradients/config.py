@@ -7,6 +7,8 @@ import math
 from typing import Optional, Tuple
 
 ESTIMATORS = ("exact", "bundle", "zeroth", "bcg", "alpha")
+#: When ``bcg`` bundles (``BundleConfig.trigger``).
+TRIGGERS = ("force", "onset")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -28,8 +30,15 @@ class BundleConfig:
       action_sigma: perturbation std of the normalized action (0.0: actions unperturbed).
         The zeroth-order fit needs every input perturbed; where this is 0 it uses
         ``state_sigma[0]`` for the actions.
-      force_threshold: contact normal force (N) above which ``bcg`` bundles; ``None`` takes
-        the environment's default (400 N on G1 as in the paper).
+      force_threshold: contact-event force (N) of the ``bcg`` trigger; ``None`` takes the
+        environment's default (calibrated per task, see its docstring). A contact event is
+        a pair of bodies: the normal forces of all contact points between the two bodies
+        are summed (a foot's four spheres on the floor are one event).
+      trigger: when ``bcg`` bundles. ``"force"`` (the paper): an event's force, the largest
+        over the step's physics substeps, exceeds ``force_threshold``. ``"onset"``: an
+        event's force rises by more than ``force_threshold`` within the step (from the
+        previous step's last substep to the largest of this step's), i.e. an impact or a
+        contact that becomes active, not a steady press.
       horizon: the paper's H, control steps of a ``bcg`` branch rollout. At a trigger the
         B perturbed branches are rolled H steps under the nominal actions and the rollout
         gradient (``jax.grad``, SHAC) through the window is the mean over valid branches of
@@ -49,12 +58,18 @@ class BundleConfig:
         the contacting limb's joints move (a foot's contact perturbs its leg, not the
         whole robot).
       seed: base seed of the perturbations when no key is threaded through (``grad_step``).
+      alpha_tolerance: AoBG's robustness bound gamma (Suh et al. 2022): the Frobenius norm
+        of ``[A B]`` that the interpolated estimate may move away from the zeroth-order
+        one, confidence interval included. Where the first-order mean lies too far from
+        the zeroth-order estimate (a discontinuity biases it), alpha shrinks, down to 0
+        (zeroth order alone).
     """
 
     num_samples: Optional[int] = None
     state_sigma: Tuple[float, float] = (0.01, 0.02)
     action_sigma: float = 0.0
     force_threshold: Optional[float] = None
+    trigger: str = "force"
     horizon: int = 1
     space: str = "cartesian"
     forward: str = "nominal"
@@ -63,6 +78,7 @@ class BundleConfig:
     seed: int = 0
     perturb_base: bool = False
     allow_underdetermined: bool = False
+    alpha_tolerance: float = 1.0
 
     def __post_init__(self) -> None:
         def bad(field: str, expected: str, value: object) -> ValueError:
@@ -86,6 +102,8 @@ class BundleConfig:
             not _is_real(self.force_threshold) or not self.force_threshold >= 0
         ):
             raise bad("force_threshold", "None or a float >= 0 (newtons)", self.force_threshold)
+        if self.trigger not in TRIGGERS:
+            raise bad("trigger", f"one of {TRIGGERS}", self.trigger)
         if not _is_int(self.horizon) or self.horizon < 1:
             raise bad("horizon", "an integer >= 1 (control steps)", self.horizon)
         if self.space not in ("cartesian", "joint"):
@@ -102,6 +120,8 @@ class BundleConfig:
             raise bad("perturb_base", "a bool", self.perturb_base)
         if not isinstance(self.allow_underdetermined, bool):
             raise bad("allow_underdetermined", "a bool", self.allow_underdetermined)
+        if not _is_real(self.alpha_tolerance) or not self.alpha_tolerance > 0 or not math.isfinite(self.alpha_tolerance):
+            raise bad("alpha_tolerance", "a finite float > 0", self.alpha_tolerance)
 
     def with_defaults(self, force_threshold: float) -> "BundleConfig":
         """This config with an environment's default force threshold filled in."""

@@ -47,7 +47,7 @@ from bcg_envs.gradients.perturbations import (
     global_sigma,
 )
 from bcg_envs.physics import tangent
-from bcg_envs.physics.simulator import MAX_QVEL, Physics, control_step_with_contacts, refresh
+from bcg_envs.physics.simulator import MAX_QVEL, ContactReport, Physics, control_step_with_contacts, refresh
 
 
 class Branches(NamedTuple):
@@ -62,7 +62,8 @@ class StepResult(NamedTuple):
     """One control step: the next data (state fields differentiable) and diagnostics."""
 
     data: mjx.Data
-    contact_force: jnp.ndarray  # (ncon,) largest normal force over the substeps, N
+    contact_force: jnp.ndarray  # (ncon,) per slot, its contact event's largest force over the substeps, N
+    contact_rise: jnp.ndarray  # (ncon,) that force minus the event's force at the step's start, N
     bundled: jnp.ndarray  # bool: the estimator bundled at this step
     bundle_window: jnp.ndarray  # int: steps the triggered bcg bundle stays active
     stats: Dict[str, jnp.ndarray]
@@ -158,8 +159,8 @@ class DifferentiableStep:
         perturbs the contacting chain)."""
         cfg = self.config
         if self.estimator == "bcg":
-            force, points, geoms = contact
-            pressing = force > cfg.force_threshold
+            force, points, geoms = contact.force, contact.points, contact.geoms
+            pressing = self._pressing(contact)
             active = jnp.where(jnp.any(pressing), pressing, force > 0)
             bodies = jnp.asarray(self._body_of_geom)[jnp.maximum(geoms, 0)]
             jac = contact_jacobian(self.physics.model, bodies, data0, points, active & jnp.all(geoms >= 0, axis=1))
@@ -181,7 +182,7 @@ class DifferentiableStep:
         if self.estimator == "zeroth":
             return estimators.zeroth_order_bundle(f, dx, du, self._sigma())
         if self.estimator == "alpha":
-            return estimators.alpha_order_bundle(f, dx, du, self._sigma())
+            return estimators.alpha_order_bundle(f, dx, du, self._sigma(), tolerance=self.config.alpha_tolerance)
         return _drop_mean(estimators.first_order_bundle(f, dx, du))
 
     def _exact_jacobians(self, data0, action, key, contact, next_data):
@@ -221,13 +222,19 @@ class DifferentiableStep:
         A, B, _ = self._jacobians(data0, action, key, contact, ref_next)  # zeroth, alpha: fitted
         return A.T @ g_y, B.T @ g_y
 
+    def _pressing(self, contact: ContactReport) -> jnp.ndarray:
+        """Per slot, whether its contact event fires the ``bcg`` trigger
+        (``BundleConfig.trigger``: the event's force or its rise within the step)."""
+        measure = contact.force if self.config.trigger == "force" else contact.rise
+        return measure > self.config.force_threshold
+
     def _trigger(self, contact, window):
         if self.estimator == "bcg":
-            return jnp.any(contact[0] > self.config.force_threshold) | (window > 0)
+            return jnp.any(self._pressing(contact)) | (window > 0)
         return jnp.asarray(self.estimator != "exact")
 
     def _next_window(self, contact, window):
-        pressing = jnp.any(contact[0] > self.config.force_threshold)
+        pressing = jnp.any(self._pressing(contact))
         return jnp.where(pressing, self.config.horizon - 1, jnp.maximum(window - 1, 0)).astype(jnp.int32)
 
     # ----- forward pass ----------------------------------------------------------------
@@ -368,7 +375,7 @@ class DifferentiableStep:
     def _branching_primal(self, qpos, qvel, act, action, data0, key, window, branches):
         data0 = data0.replace(qpos=qpos, qvel=qvel, act=act)
         nominal, contact = control_step_with_contacts(self.physics, data0, self.action_to_ctrl(action))
-        start = jnp.any(contact[0] > self.config.force_threshold) & (window == 0)
+        start = jnp.any(self._pressing(contact)) & (window == 0)
         active = start | (window > 0)
         rolled = self._branches_forward(active, start, data0, action, key, contact, branches)
         next_window = jnp.where(start, self.config.horizon - 1, jnp.maximum(window - 1, 0)).astype(jnp.int32)
@@ -478,7 +485,8 @@ class DifferentiableStep:
         next_data = refresh(self.physics, next_data.replace(qpos=qpos, qvel=qvel, act=act))
         return StepResult(
             data=next_data,
-            contact_force=contact[0],
+            contact_force=contact.force,
+            contact_rise=contact.rise,
             bundled=trigger,
             bundle_window=next_window,
             stats=stats,

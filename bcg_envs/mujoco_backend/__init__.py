@@ -9,8 +9,10 @@ states, action map; written once, in the task class) and replace only the physic
   stiffness and task edits applied), ``physics.n_substeps`` substeps per control step, in
   float64, ``ctrl = action_to_ctrl(clip(action))`` in NumPy (as ``c + M a`` when the map is
   affine, checked at construction). The contact normal forces behind
-  ``info["max_contact_force"]`` and the ``bcg`` trigger are MuJoCo's own
-  (``mj_contactForce``), the largest over the substeps.
+  ``info["max_contact_force"]``/``info["max_contact_rise"]`` and the ``bcg`` trigger are
+  MuJoCo's own (``mj_contactForce``), summed per contact event (body pair) as in MJX.
+  ``bcg`` with ``horizon > 1`` keeps its window of one-step bundles here (no branch
+  rollouts: those are the MJX training path's).
 * Task logic: ``observe``/``reward``/``terminated`` are traced once into one jitted
   function of a packed vector holding exactly the ``mjx.Data`` leaves (and task-info
   entries) that they read, found by a liveness pass over the traced jaxpr; every other

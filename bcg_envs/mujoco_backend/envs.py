@@ -12,7 +12,7 @@ import numpy as np
 from bcg_envs.envs.base import MAX_QVEL, Jacobians, MjxEnv
 from bcg_envs.gradients.config import BundleConfig, check_estimator
 from bcg_envs.mujoco_backend.jacobians import _Stepper
-from bcg_envs.mujoco_backend.simulation import _FULL, _ContactLog, _Core, _Shared
+from bcg_envs.mujoco_backend.simulation import _FULL, ContactLog, _Core, _Shared
 from bcg_envs.gym import GradStepResult, TaskEnv, check_action, set_vector_spaces
 
 
@@ -174,7 +174,7 @@ class MujocoVectorEnv(gymnasium.vector.VectorEnv):
         for i, core in enumerate(self._cores):
             core.begin()
             if diverged[i]:
-                log = _ContactLog()
+                log = ContactLog()
             else:
                 log = core.replay(ctrl[i], rolled[i], starts[i], warm[i])
             trig, window, _ = core.trigger(est, cfg, log)

@@ -11,8 +11,9 @@ import numpy as np
 
 from bcg_envs.envs.base import Jacobians
 from bcg_envs.gradients.config import BundleConfig, check_estimator, samples_for
+from bcg_envs.gradients.estimators import alpha_order_combine
 from bcg_envs.gradients.perturbations import floating_base_dofs
-from bcg_envs.mujoco_backend.simulation import FD_EPS, KIN_FD_EPS, _FULL, _ContactLog, _Core, _Shared
+from bcg_envs.mujoco_backend.simulation import FD_EPS, KIN_FD_EPS, _FULL, ContactLog, _Core, _Shared
 
 
 # ======================================================================================
@@ -107,17 +108,18 @@ def _sample(rng: np.random.Generator, draw: Callable[[], Tuple[np.ndarray, np.nd
     return dx, du
 
 
-def _contact_sampler(core: _Core, log: _ContactLog, cfg: BundleConfig, rng: np.random.Generator):
+def _contact_sampler(core: _Core, log: ContactLog, cfg: BundleConfig, rng: np.random.Generator):
     """Contact-local offsets (``bcg_envs.gradients.perturbations.contact_sampler``) with the
     contact Jacobian from ``mj_jac`` at the step's start state."""
     s = core.s
     m, d0 = s.model, core._prev_d
     contacts = list(log.best.values())
-    pressing = [c for c in contacts if c[0] > cfg.force_threshold]
+    events = log.pressing(cfg)
+    pressing = [c for c in contacts if c[3] in events]
     active = pressing if pressing else [c for c in contacts if c[0] > 0]
     rows = []
     jp1, jp2 = np.zeros((3, s.nv)), np.zeros((3, s.nv))
-    for force, point, (g1, g2) in active:
+    for force, point, (g1, g2), _ in active:
         mujoco.mj_jac(m, d0, jp1, None, point, int(s.body_of_geom[g1]))
         mujoco.mj_jac(m, d0, jp2, None, point, int(s.body_of_geom[g2]))
         rows.append(jp1 - jp2)
@@ -143,7 +145,7 @@ def _contact_sampler(core: _Core, log: _ContactLog, cfg: BundleConfig, rng: np.r
     return draw
 
 
-def _estimate(core: _Core, f: _Transition, estimator: str, cfg: BundleConfig, log: _ContactLog, trigger: bool,
+def _estimate(core: _Core, f: _Transition, estimator: str, cfg: BundleConfig, log: ContactLog, trigger: bool,
               rng: np.random.Generator):
     """(A, B, bundle_dropped, alpha) of one step, as ``DifferentiableStep._jacobians``."""
     s = core.s
@@ -170,28 +172,17 @@ def _estimate(core: _Core, f: _Transition, estimator: str, cfg: BundleConfig, lo
     dy = Y[1:] - Y[:1]
     w = np.concatenate([dx, du], 1)
     valid = _finite(dy)
-    zeroth = _least_squares(w, np.where(valid[:, None], dy, 0.0), valid, sigma)
     if estimator == "zeroth":
+        zeroth = _least_squares(w, np.where(valid[:, None], dy, 0.0), valid, sigma)
         return zeroth[:, :nx], zeroth[:, nx:], int(n - valid.sum()), 0.0
-    # alpha: AoBG, alpha * first + (1 - alpha) * zeroth by inverse sample variance.
+    # alpha: AoBG (Suh et al. 2022), the JAX backend's estimator (inverse-variance weight
+    # of first order and the least-squares fit, then the robustness check).
     A_i, B_i = f.jacobians_at(dx, du)
     valid = valid & _finite(A_i, B_i)
-    nv_ = max(int(valid.sum()), 1)
-    first_i = np.concatenate([A_i, B_i], axis=2)
-    first = _masked_mean(first_i, valid)
-    zeroth = _least_squares(w, np.where(valid[:, None], dy, 0.0), valid, sigma)
-    stein_i = np.where(valid[:, None], dy, 0.0)[:, :, None] * (w / sigma**2)[:, None, :]
-
-    def total_var(samples):
-        if not np.any(valid):
-            return 0.0
-        mean = samples[valid].mean(0)
-        return float(np.sum((samples[valid] - mean) ** 2) / max(nv_ - 1.0, 1.0) / nv_)
-
-    s1, s0 = total_var(first_i), total_var(stein_i)
-    alpha = s0 / (s0 + s1) if s0 + s1 > 0 else 1.0
-    AB = alpha * first + (1.0 - alpha) * zeroth
-    return AB[:, :nx], AB[:, nx:], int(n - valid.sum()), float(alpha)
+    AB, alpha = alpha_order_combine(np.concatenate([A_i, B_i], axis=2), valid, w, dy,
+                                    _global_sigma(s, cfg, zeroth=True), cfg.alpha_tolerance)
+    AB = np.asarray(AB)
+    return AB[:, :nx], AB[:, nx:], int(n - valid.sum()), float(np.asarray(alpha))
 
 
 # ======================================================================================
@@ -227,7 +218,7 @@ def _physics(core: _Core, action: np.ndarray, estimator: str, cfg: BundleConfig,
     return clipped, u, log, trig, window, diverged, (start, warm)
 
 
-def _mean_forward(core: _Core, f: _Transition, estimator: str, cfg: BundleConfig, log: _ContactLog, rng) -> None:
+def _mean_forward(core: _Core, f: _Transition, estimator: str, cfg: BundleConfig, log: ContactLog, rng) -> None:
     """``BundleConfig.forward == "mean"``: move the next state by the mean branch offset."""
     s = core.s
     if estimator == "bcg":

@@ -101,39 +101,78 @@ class _ActionMap:
 # ======================================================================================
 # Contacts and tangent coordinates
 # ======================================================================================
-class _ContactLog:
-    """Largest normal force of each contact over a control step's substeps (MuJoCo's
-    ``mj_contactForce``), with the contact point and geoms at that substep. Contacts are
-    keyed by geom pair and rank within the pair (MJX keys them by collision slot)."""
+class ContactLog:
+    """Contacts of a control step (``bcg_envs.physics.simulator.ContactReport``'s twin).
 
-    __slots__ = ("best", "_buf", "max_force")
+    Per contact, the largest normal force over the substeps (MuJoCo's ``mj_contactForce``)
+    with its point and geoms (keyed by geom pair and rank within the pair; MJX keys them
+    by collision slot); per contact event (a pair of bodies, all their contacts summed),
+    the largest force over the substeps and the force at the step's start (``start``).
+    """
+
+    __slots__ = ("best", "_buf", "events", "_start")
 
     def __init__(self):
         self.best: Dict[tuple, list] = {}
         self._buf = np.zeros(6)
-        self.max_force = 0.0
+        self.events: Dict[tuple, float] = {}
+        self._start: Dict[tuple, float] = {}
+
+    def _forces(self, m: mujoco.MjModel, d: mujoco.MjData):
+        """(contact index, normal force, geom pair, body pair) of every active contact."""
+        con = d.contact
+        out = []
+        for i in range(d.ncon):
+            if con.efc_address[i] < 0:
+                continue
+            mujoco.mj_contactForce(m, d, i, self._buf)
+            g1, g2 = int(con.geom[i, 0]), int(con.geom[i, 1])
+            bodies = tuple(sorted((int(m.geom_bodyid[g1]), int(m.geom_bodyid[g2]))))
+            out.append((i, float(self._buf[0]), (g1, g2), bodies))
+        return out
+
+    @staticmethod
+    def _sums(forces) -> Dict[tuple, float]:
+        sums: Dict[tuple, float] = {}
+        for _, force, _, bodies in forces:
+            sums[bodies] = sums.get(bodies, 0.0) + force
+        return sums
+
+    def start(self, m: mujoco.MjModel, d: mujoco.MjData) -> None:
+        """Event forces at the step's start (``d`` holds the previous step's last substep)."""
+        self._start = self._sums(self._forces(m, d))
 
     def record(self, m: mujoco.MjModel, d: mujoco.MjData) -> None:
-        n = d.ncon
-        if not n:
+        if not d.ncon:
             return
-        con = d.contact
-        adr, geom, pos = con.efc_address, con.geom, con.pos
+        forces = self._forces(m, d)
+        pos = d.contact.pos
         seen: Dict[tuple, int] = {}
-        for i in range(n):
-            if adr[i] < 0:
-                continue
-            pair = (int(geom[i, 0]), int(geom[i, 1]))
+        for i, force, pair, bodies in forces:
             rank = seen.get(pair, 0)
             seen[pair] = rank + 1
-            mujoco.mj_contactForce(m, d, i, self._buf)
-            force = float(self._buf[0])
             key = pair + (rank,)
             old = self.best.get(key)
             if old is None or force > old[0]:
-                self.best[key] = [force, pos[i].copy(), pair]
-            if force > self.max_force:
-                self.max_force = force
+                self.best[key] = [force, pos[i].copy(), pair, bodies]
+        for bodies, total in self._sums(forces).items():
+            self.events[bodies] = max(self.events.get(bodies, 0.0), total)
+
+    @property
+    def max_force(self) -> float:
+        """Largest contact-event force of the step, N."""
+        return max(self.events.values(), default=0.0)
+
+    @property
+    def max_rise(self) -> float:
+        """Largest rise of a contact event's force within the step, N."""
+        return max([0.0] + [f - self._start.get(b, 0.0) for b, f in self.events.items()])
+
+    def pressing(self, cfg: BundleConfig) -> set:
+        """Body pairs whose event fires the ``bcg`` trigger (``BundleConfig.trigger``)."""
+        if cfg.trigger == "force":
+            return {b for b, f in self.events.items() if f > cfg.force_threshold}
+        return {b for b, f in self.events.items() if f - self._start.get(b, 0.0) > cfg.force_threshold}
 
 
 class _Tangent:
@@ -230,7 +269,7 @@ class _Shared:
     def new_info(self, task_info: Dict[str, np.ndarray]) -> Dict[str, Any]:
         """Host-side task info (Python scalars, NumPy arrays), the keys of ``state_from``."""
         info = {"step": 0, "bundle_window": 0, "bundled": False, "sim_diverged": False, "truncated": False,
-                "max_contact_force": 0.0, "bundle_dropped": 0, "bundle_alpha": 1.0, "is_success": False}
+                "max_contact_force": 0.0, "max_contact_rise": 0.0, "bundle_dropped": 0, "bundle_alpha": 1.0, "is_success": False}
         for k, v in task_info.items():
             v = np.asarray(v)
             info[k] = v.item() if v.ndim == 0 else v
@@ -293,16 +332,17 @@ class _Core:
         mujoco.mj_getState(self.s.model, self.d, self._snap, _INTEGRATION)
         self._warn = self.d.warning.number[_BAD_SLICE].tolist()
 
-    def substeps(self, ctrl: np.ndarray) -> _ContactLog:
+    def substeps(self, ctrl: np.ndarray) -> ContactLog:
         m, d = self.s.model, self.d
         d.ctrl[:] = ctrl
-        log = _ContactLog()
+        log = ContactLog()
+        log.start(m, d)
         for _ in range(self.s.n_substeps):
             mujoco.mj_step(m, d)
             log.record(m, d)
         return log
 
-    def replay(self, ctrl: np.ndarray, states: np.ndarray, start: np.ndarray, warmstart: np.ndarray) -> _ContactLog:
+    def replay(self, ctrl: np.ndarray, states: np.ndarray, start: np.ndarray, warmstart: np.ndarray) -> ContactLog:
         """Contact forces of a rolled-out step (``rollout`` returns states only).
 
         Each substep's start state is rechecked for contacts (``mj_kinematics`` +
@@ -313,7 +353,8 @@ class _Core:
         as after ``mj_step``, and its ``qacc_warmstart`` seeds the next rollout.
         """
         m, d, s = self.s.model, self.d, self.s
-        log = _ContactLog()
+        log = ContactLog()
+        log.start(m, d)
         d.ctrl[:] = ctrl
         warm = warmstart
         last = s.n_substeps - 1
@@ -341,7 +382,7 @@ class _Core:
         vmax = np.abs(d.qvel).max() if d.qvel.size else 0.0
         return bool(warned or not rolled_time_ok or not np.isfinite(d.qpos.sum()) or not vmax < MAX_QVEL)
 
-    def finish(self, diverged: bool, log: _ContactLog, trigger: bool, window: int, clipped) -> Dict[int, np.ndarray]:
+    def finish(self, diverged: bool, log: ContactLog, trigger: bool, window: int, clipped) -> Dict[int, np.ndarray]:
         """Revert or refresh after the physics; update info; returns the prev leaves."""
         m, d = self.s.model, self.d
         prev = self.leaves
@@ -359,6 +400,7 @@ class _Core:
         info["bundled"] = bool(trigger)
         info["sim_diverged"] = bool(diverged)
         info["max_contact_force"] = float(np.float32(log.max_force))
+        info["max_contact_rise"] = float(np.float32(log.max_rise))
         info["bundle_dropped"], info["bundle_alpha"] = 0, 1.0  # grad_step overwrites them
         return prev
 
@@ -372,9 +414,9 @@ class _Core:
         return obs, reward, done, truncated
 
     # ----- trigger logic (``DifferentiableStep._trigger`` / ``_next_window``) ------------
-    def trigger(self, estimator: str, cfg: BundleConfig, log: _ContactLog) -> Tuple[bool, int, bool]:
+    def trigger(self, estimator: str, cfg: BundleConfig, log: ContactLog) -> Tuple[bool, int, bool]:
         window = int(self.info["bundle_window"])
-        pressing = log.max_force > cfg.force_threshold
+        pressing = bool(log.pressing(cfg)) if estimator == "bcg" else False
         if estimator == "bcg":
             trig = bool(pressing or window > 0)
             nxt = cfg.horizon - 1 if pressing else max(window - 1, 0)

@@ -11,12 +11,12 @@ import mujoco
 import numpy as np
 from mujoco import mjx
 
-from bcg_envs.envs.base import MjxEnv
+from bcg_envs.envs.base import BRANCH_INFO, MjxEnv
 from bcg_envs.gym import OBS_BOUND
 
 #: Info entries ``MjxEnv.state_from`` creates (the rest are the task's own).
 _BASE_INFO = ("rng", "step", "bundle_window", "bundled", "sim_diverged", "truncated", "max_contact_force",
-              "bundle_dropped", "bundle_alpha", "is_success")
+              "max_contact_rise", "bundle_dropped", "bundle_alpha", "is_success")
 
 #: 1-D constraint arrays that ``mjx.put_data`` reorders into MJX's efc layout.
 _EFC_1D = ("efc_pos", "efc_margin", "efc_frictionloss", "efc_D", "efc_aref", "efc_force")
@@ -130,7 +130,7 @@ class _TaskProgram:
         self._paths = [jax.tree_util.keystr(p) for p, _ in flat]
         self._avals = [(tuple(x.shape), np.dtype(x.dtype)) for _, x in flat]
         info_spec = jax.eval_shape(jax_env.reset, jax.random.PRNGKey(0)).info
-        self.info_keys = [k for k in info_spec if k != "rng"]
+        self.info_keys = [k for k in info_spec if k != "rng" and k not in BRANCH_INFO]
         self._info_avals = {k: (tuple(info_spec[k].shape), np.dtype(info_spec[k].dtype)) for k in self.info_keys}
         self.metric_keys = [f"reward/{k}" for k in jax_env.config["reward_weights"]]
         updates = type(jax_env).update_info is not MjxEnv.update_info

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Optional, Tuple, Union
+from typing import NamedTuple, Optional, Tuple, Union
 
 import jax
 import jax.numpy as jnp
@@ -171,6 +171,29 @@ class Physics:
         return data._impl.contact.pos
 
 
+class ContactReport(NamedTuple):
+    """What a control step reports about its contacts, per contact slot.
+
+    A contact *event* is a pair of bodies: the normal forces of all slots between the
+    same two bodies are summed (a G1 foot's four spheres on the floor are one event), and
+    every slot reports its event's force.
+    """
+
+    force: jnp.ndarray  # (ncon,) largest event force over the substeps, N
+    points: jnp.ndarray  # (ncon, 3) the slot's contact point at its largest own force
+    geoms: jnp.ndarray  # (ncon, 2) the slot's geoms then (-1: never active)
+    rise: jnp.ndarray  # (ncon,) largest event force minus the event force at the step's start, N
+
+
+def event_forces(physics: Physics, data: mjx.Data, force: jnp.ndarray) -> jnp.ndarray:
+    """Per slot, the summed normal force ``force`` of all slots between the same two
+    bodies (the slot's contact event)."""
+    geoms = physics.contact_geoms(data).astype(jnp.int32)
+    bodies = jnp.sort(jnp.asarray(physics.mj_model.geom_bodyid, jnp.int32)[jnp.maximum(geoms, 0)], axis=1)
+    same = jnp.all(bodies[:, None, :] == bodies[None, :, :], axis=-1) & jnp.all(geoms >= 0, axis=1)[None, :]
+    return same.astype(force.dtype) @ force
+
+
 def _argmax_update(best_force, best_pos, best_geom, force, pos, geom):
     better = force > best_force
     return (
@@ -180,26 +203,31 @@ def _argmax_update(best_force, best_pos, best_geom, force, pos, geom):
     )
 
 
-def control_step_with_contacts(physics: Physics, data: mjx.Data, ctrl: jnp.ndarray):
-    """``Physics.control_step`` that also reports, per contact slot, the largest normal
-    force over the substeps and the contact point and geoms at that substep."""
+def control_step_with_contacts(physics: Physics, data: mjx.Data, ctrl: jnp.ndarray) -> Tuple[mjx.Data, ContactReport]:
+    """``Physics.control_step`` that also reports its contacts (``ContactReport``): per
+    slot, the largest event force over the substeps, its rise within the step (from the
+    last substep of the previous step, held in ``data``), and the contact point and geoms
+    at the substep of the slot's largest own force."""
     data = data.replace(ctrl=ctrl)
     ncon = physics.ncon
+    start = event_forces(physics, data, physics.contact_normal_forces(data)) if ncon else jnp.zeros(0)
     init = (
         jnp.zeros(ncon, data.qpos.dtype),
         jnp.zeros((ncon, 3), data.qpos.dtype),
         jnp.full((ncon, 2), -1, jnp.int32),
+        jnp.zeros(ncon, data.qpos.dtype),
     )
 
     def substep(carry, _):
-        d, best = carry
+        d, (own, pos, geom, event) = carry
         d = physics.substep(d)
         force = physics.contact_normal_forces(d)
-        best = _argmax_update(*best, force, physics.contact_points(d), physics.contact_geoms(d).astype(jnp.int32))
-        return (d, best), None
+        own, pos, geom = _argmax_update(own, pos, geom, force, physics.contact_points(d), physics.contact_geoms(d).astype(jnp.int32))
+        event = jnp.maximum(event, event_forces(physics, d, force)) if ncon else event
+        return (d, (own, pos, geom, event)), None
 
-    (data, best), _ = jax.lax.scan(substep, (data, init), None, length=physics.n_substeps)
-    return data, best
+    (data, (_, pos, geom, event)), _ = jax.lax.scan(substep, (data, init), None, length=physics.n_substeps)
+    return data, ContactReport(event, pos, geom, event - start.astype(event.dtype))
 
 
 def refresh(physics: Physics, data: mjx.Data) -> mjx.Data:

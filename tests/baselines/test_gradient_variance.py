@@ -160,14 +160,19 @@ def test_a_csv_of_another_format_is_refused_not_overwritten(tmp_path):
         gv.read_rows(tmp_path)
 
 
-def test_quick_sweep_on_box_push(tmp_path):
-    """``--quick`` on BoxPush-v0, both contact models (4 scripted starts just before the
-    pusher strikes the box, horizons 1 and 4, exact and bcg): finite statistics, exact
-    never bundles, bcg bundles some steps (the strike exceeds its 10 N trigger)."""
-    gv.main(["--quick", "--env", "BoxPush-v0", "--contact-model", "both", "--out", str(tmp_path)])
+@pytest.mark.parametrize(
+    "contact_model", ["penalty", pytest.param("both", marks=pytest.mark.slow)]
+)
+def test_quick_sweep_on_box_push(tmp_path, contact_model):
+    """``--quick`` on BoxPush-v0 (4 scripted starts just before the pusher strikes the box,
+    horizons 1 and 4, exact and bcg): finite statistics, exact never bundles, bcg bundles
+    some steps (the strike exceeds its 10 N trigger). The penalty model by default (the
+    MuJoCo model's gradients are checked by the gradient tests); both with BCG_SLOW=1."""
+    models = ("mujoco", "penalty") if contact_model == "both" else (contact_model,)
+    gv.main(["--quick", "--env", "BoxPush-v0", "--contact-model", contact_model, "--out", str(tmp_path)])
     rows = gv.read_rows(tmp_path)
     assert {(r["contact_model"], r["estimator"], int(r["horizon"])) for r in rows} == {
-        (m, e, h) for m in ("mujoco", "penalty") for e in ("exact", "bcg") for h in (1, 4)}
+        (m, e, h) for m in models for e in ("exact", "bcg") for h in (1, 4)}
     for r in rows:
         for key in ("variance", "variance_lo", "variance_hi", "mean_grad_norm", "cosine_to_reference",
                     "variance_ratio", "ms_per_rollout_gradient", "sims_per_step"):
@@ -182,4 +187,4 @@ def test_quick_sweep_on_box_push(tmp_path):
     for name in ("gradient_variance_ratio.png", "gradient_variance_raw.png"):
         assert (tmp_path / name).stat().st_size > 1000
     # A restart finds every block done.
-    assert gv.main(["--quick", "--env", "BoxPush-v0", "--contact-model", "both", "--out", str(tmp_path)]) == []
+    assert gv.main(["--quick", "--env", "BoxPush-v0", "--contact-model", contact_model, "--out", str(tmp_path)]) == []

@@ -109,3 +109,14 @@ def test_a_stepper_with_another_branch_count_is_refused(window_h2):
     s = env.state_from(jnp.asarray(QPOS), jnp.asarray(QVEL), None, task_info, jax.random.PRNGKey(0))
     with pytest.raises(ValueError, match="bundle branches"):
         env.step_with(other, s, jnp.asarray(ACTIONS[0]))
+
+
+def test_branch_states_travel_only_with_a_branching_env(window_h2):
+    """An env made without branch rollouts carries no branch states (its info keys match
+    the MuJoCo backend's), and a branching stepper refuses its state."""
+    env, task_info = window_h2
+    plain = bcg_envs.make_jax("BoxPush-v0", estimator="bcg")
+    s = plain.state_from(jnp.asarray(QPOS), jnp.asarray(QVEL), None, task_info, jax.random.PRNGKey(0))
+    assert "bundle_branches" not in s.info and "bundle_branch_valid" not in s.info
+    with pytest.raises(ValueError, match="carries none"):
+        plain.step_with(plain.stepper("bcg", BundleConfig(horizon=2)), s, jnp.asarray(ACTIONS[0]))

@@ -133,6 +133,14 @@ class G1Env(MjxEnv):
     Defaults (paper): ``default_force_threshold = 400`` N, ``contact_stiffness="stiff"``
     (``solref`` time constant 0.008 s = 2 * timestep), and, when no ``bundle`` is given,
     ``BundleConfig(horizon=2)`` (Cartesian 1 cm / 2 cm/s, B = 10, H = 2).
+
+    The threshold applies to a contact event (a foot on the floor: its four spheres'
+    forces summed). Measured with the reference replay (``python -m
+    baselines.contact_events``, MuJoCo C, 20 episodes per clip): stance steps carry a
+    median 160-230 N per foot (99th percentile 250 N on Squat, 510 N on Kick, 670 N on
+    Jump's push-off); Jump's landings after flight reach a median 930 N. At 400 N the
+    ``"force"`` trigger bundles 81 % of the landings and 0 / 3 / 14 % of the stance steps
+    (Squat / Kick / Jump); ``trigger="onset"`` bundles the same landings and 0 / 1 / 2 %.
     """
 
     xml_path = C.G1_XML

@@ -1,0 +1,143 @@
+"""Contact-event forces per task: the measurements behind each task's ``bcg`` threshold.
+
+``python -m baselines.contact_events [--env BoxPush-v0 ...] [--episodes 20]``
+
+Runs each task's scripted controller (and, for BoxPush and PlanarHand, uniform random
+actions) on the MuJoCo C backend and records, per control step, the largest contact-event
+force (``info["max_contact_force"]``: the normal forces between one pair of bodies summed,
+the largest over the step's substeps) and its rise within the step
+(``info["max_contact_rise"]``). Steps with contact are grouped by what happens physically:
+
+* ``onset``: contact begins (no event force above ``CONTACT_N`` at the previous step): a
+  strike, a fingertip impact, a landing after flight (a G1 foot touching down while the
+  other stands counts as sustained: the groups are per robot, not per event);
+* ``sustained``: contact at this and the previous step: pushing, a steady grasp, stance.
+
+For each group it prints quantiles of the force and the rise and the fraction of steps
+each trigger (``BundleConfig.trigger``) bundles at the task's default threshold, and
+appends the rows to ``baselines/results/contact_events.csv``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import time
+from pathlib import Path
+from typing import Callable, Dict, List
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / "results" / "contact_events.csv"
+#: An event force above this (N) counts as contact.
+CONTACT_N = 0.05
+TASKS = ("BoxPush-v0", "PlanarHand-v0", "G1Squat-v0", "G1Jump-v0", "G1Kick-v0")
+FIELDS = ("env", "policy", "group", "steps", "force_p50", "force_p90", "force_p99", "rise_p50", "rise_p90",
+          "rise_p99", "threshold", "bundled_force", "bundled_onset")
+
+
+def _policies(env_id: str, env) -> Dict[str, Callable[[], Callable[[np.ndarray], np.ndarray]]]:
+    """Name -> factory of a fresh policy (observation -> action)."""
+    if env_id.startswith("G1"):
+        from bcg_envs.envs.g1.sim2sim import reference_policy
+
+        return {"replay": lambda: reference_policy(env)}
+    if env_id == "BoxPush-v0":
+        from bcg_envs.envs.box_push.scripted import scripted_push as scripted
+    else:
+        from bcg_envs.envs.planar_hand.scripted import scripted_rotate as scripted
+    n = env.action_space.shape[0]
+
+    def random():
+        rng = np.random.default_rng(0)
+        return lambda obs: rng.uniform(-1.0, 1.0, n).astype(np.float32)
+
+    return {"scripted": lambda: scripted, "random": random}
+
+
+def measure(env_id: str, episodes: int, seed: int = 0) -> List[Dict[str, object]]:
+    """Per policy and group, the force/rise quantiles and the bundled fractions."""
+    import gymnasium as gym
+
+    import bcg_envs  # noqa: F401  (registers the ids)
+
+    config = {"residual_actions": False} if env_id.startswith("G1") else None
+    env = gym.make(f"bcg_envs/{env_id}", backend="mujoco", **({"config": config} if config else {}))
+    threshold = float(env.unwrapped.jax_env.default_force_threshold)
+    rows = []
+    try:
+        for name, factory in _policies(env_id, env).items():
+            groups: Dict[str, List[tuple]] = {"onset": [], "sustained": []}
+            for ep in range(episodes):
+                policy = factory()
+                obs, _ = env.reset(seed=seed + ep)
+                before = float("inf")  # a reset in contact (standing) is not an onset
+                while True:
+                    obs, _, terminated, truncated, info = env.step(policy(obs))
+                    force, rise = float(info["max_contact_force"]), float(info["max_contact_rise"])
+                    if force > CONTACT_N:
+                        groups["onset" if before <= CONTACT_N else "sustained"].append((force, rise))
+                    before = force
+                    if terminated or truncated:
+                        break
+            for group, values in groups.items():
+                v = np.asarray(values, float).reshape(-1, 2)
+                q = lambda x, p: float(np.percentile(x, p)) if len(x) else float("nan")  # noqa: E731
+                rows.append({
+                    "env": env_id, "policy": name, "group": group, "steps": len(v),
+                    "force_p50": q(v[:, 0], 50), "force_p90": q(v[:, 0], 90), "force_p99": q(v[:, 0], 99),
+                    "rise_p50": q(v[:, 1], 50), "rise_p90": q(v[:, 1], 90), "rise_p99": q(v[:, 1], 99),
+                    "threshold": threshold,
+                    "bundled_force": float(np.mean(v[:, 0] > threshold)) if len(v) else float("nan"),
+                    "bundled_onset": float(np.mean(v[:, 1] > threshold)) if len(v) else float("nan"),
+                })
+    finally:
+        env.close()
+    return rows
+
+
+def table(rows: List[Dict[str, object]]) -> str:
+    """Markdown table of ``measure``'s rows."""
+    head = ("| env | policy | group | steps | force p50 / p90 / p99 (N) | rise p50 / p90 / p99 (N) | "
+            "threshold (N) | bundled: force | bundled: onset |\n|---|---|---|---|---|---|---|---|---|")
+    lines = [head]
+    for r in rows:
+        lines.append(
+            f"| {r['env']} | {r['policy']} | {r['group']} | {r['steps']} | "
+            f"{r['force_p50']:.1f} / {r['force_p90']:.1f} / {r['force_p99']:.1f} | "
+            f"{r['rise_p50']:.1f} / {r['rise_p90']:.1f} / {r['rise_p99']:.1f} | {r['threshold']:g} | "
+            f"{100 * r['bundled_force']:.0f} % | {100 * r['bundled_onset']:.0f} % |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv=None) -> List[Dict[str, object]]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--env", nargs="+", default=list(TASKS), choices=TASKS, help="tasks to measure")
+    parser.add_argument("--episodes", type=int, default=20, help="episodes per policy (seeds seed, seed + 1, ...)")
+    parser.add_argument("--seed", type=int, default=0, help="first episode seed")
+    parser.add_argument("--out", default=str(RESULTS), help="CSV the rows are appended to (empty: none)")
+    args = parser.parse_args(argv)
+    if args.episodes < 1:
+        parser.error(f"--episodes must be >= 1, got {args.episodes}")
+    rows = []
+    for env_id in args.env:
+        start = time.perf_counter()
+        new = measure(env_id, args.episodes, args.seed)
+        print(table(new) + f"\n({env_id}: {time.perf_counter() - start:.0f} s)\n", flush=True)
+        rows += new
+    if args.out:
+        out = Path(args.out)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fresh = not out.exists()
+        with open(out, "a", newline="") as f:
+            writer = csv.DictWriter(f, FIELDS)
+            if fresh:
+                writer.writeheader()
+            writer.writerows(rows)
+    return rows
+
+
+if __name__ == "__main__":
+    main()
