@@ -177,9 +177,7 @@ class MujocoVectorEnv(gymnasium.vector.VectorEnv):
                 log = ContactLog()
             else:
                 log = core.replay(ctrl[i], rolled[i], starts[i], warm[i])
-            trig, window, _ = core.trigger(est, cfg, log)
-            if est != "bcg":
-                window = 0
+            trig, window = core.trigger(est, cfg, log)
             if mean and trig and not diverged[i]:
                 self._stepper._mean(core, starts[i], warm[i], u[i], est, cfg, log, self._stepper.rng(core, cfg))
             prev = core.finish(bool(diverged[i]), log, trig, window, clipped[i])

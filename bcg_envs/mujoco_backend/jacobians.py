@@ -211,9 +211,7 @@ def _physics(core: _Core, action: np.ndarray, estimator: str, cfg: BundleConfig,
     else:
         log = core.replay(ctrl, rolled, start, warm)
         time_ok = abs(rolled[-1, 0] - (start[0] + s.n_substeps * s.model.opt.timestep)) < 0.5 * s.model.opt.timestep
-    trig, window, _ = core.trigger(estimator, cfg, log)
-    if estimator != "bcg":
-        window = 0
+    trig, window = core.trigger(estimator, cfg, log)
     diverged = core.diverged(time_ok)
     return clipped, u, log, trig, window, diverged, (start, warm)
 

@@ -163,16 +163,19 @@ class ContactLog:
         """Largest contact-event force of the step, N."""
         return max(self.events.values(), default=0.0)
 
+    def rises(self) -> Dict[tuple, float]:
+        """Per event, its largest force minus its force at the step's start, N."""
+        return {b: f - self._start.get(b, 0.0) for b, f in self.events.items()}
+
     @property
     def max_rise(self) -> float:
-        """Largest rise of a contact event's force within the step, N."""
-        return max([0.0] + [f - self._start.get(b, 0.0) for b, f in self.events.items()])
+        """Largest rise of a contact event's force within the step, N (0 if none rose)."""
+        return max([0.0, *self.rises().values()])
 
     def pressing(self, cfg: BundleConfig) -> set:
         """Body pairs whose event fires the ``bcg`` trigger (``BundleConfig.trigger``)."""
-        if cfg.trigger == "force":
-            return {b for b, f in self.events.items() if f > cfg.force_threshold}
-        return {b for b, f in self.events.items() if f - self._start.get(b, 0.0) > cfg.force_threshold}
+        measure = self.events if cfg.trigger == "force" else self.rises()
+        return {b for b, f in measure.items() if f > cfg.force_threshold}
 
 
 class _Tangent:
@@ -414,11 +417,10 @@ class _Core:
         return obs, reward, done, truncated
 
     # ----- trigger logic (``DifferentiableStep._trigger`` / ``_next_window``) ------------
-    def trigger(self, estimator: str, cfg: BundleConfig, log: ContactLog) -> Tuple[bool, int, bool]:
+    def trigger(self, estimator: str, cfg: BundleConfig, log: ContactLog) -> Tuple[bool, int]:
+        """(whether this step bundles, the next step's bundle window; 0 unless ``bcg``)."""
+        if estimator != "bcg":
+            return estimator != "exact", 0
         window = int(self.info["bundle_window"])
-        pressing = bool(log.pressing(cfg)) if estimator == "bcg" else False
-        if estimator == "bcg":
-            trig = bool(pressing or window > 0)
-            nxt = cfg.horizon - 1 if pressing else max(window - 1, 0)
-            return trig, nxt, pressing
-        return estimator != "exact", 0, pressing
+        pressing = bool(log.pressing(cfg))
+        return pressing or window > 0, cfg.horizon - 1 if pressing else max(window - 1, 0)
