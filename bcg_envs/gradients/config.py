@@ -38,7 +38,11 @@ class BundleConfig:
         over the step's physics substeps, exceeds ``force_threshold``. ``"onset"``: an
         event's force rises by more than ``force_threshold`` within the step (from the
         previous step's last substep to the largest of this step's), i.e. an impact or a
-        contact that becomes active, not a steady press.
+        contact that becomes active, not a steady press. Dry friction (joint
+        ``frictionloss``) changing between stick and slip is not a trigger: MJX's exact
+        step Jacobian there stays at the smooth steps' value (measured by
+        ``python -m baselines.friction_switches``; the large norms finite differences
+        show at those steps change by up to 2,700x with the difference step).
       horizon: the paper's H, control steps of a ``bcg`` branch rollout. At a trigger the
         B perturbed branches are rolled H steps under the nominal actions and the rollout
         gradient (``jax.grad``, SHAC) through the window is the mean over valid branches of
