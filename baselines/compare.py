@@ -407,12 +407,6 @@ def compare(env_id: str, algos: List[str], seeds: List[int], steps: int, out_dir
     return table
 
 
-def run_demo(out_dir: Path, steps: int, seed: int = 0) -> str:
-    """The README demo's small comparison on BoxPush: SB3 PPO (MuJoCo C backend) vs SHAC
-    with exact and with BCG gradients, one seed, ``steps`` env steps each."""
-    return compare("BoxPush-v0", ["sb3_ppo", "shac_exact", "shac_bcg"], [seed], steps, Path(out_dir) / "compare", evals=4)
-
-
 def main(argv: Optional[List[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env", default="BoxPush-v0")

@@ -50,7 +50,7 @@ def _cmd_list(args) -> None:
 def _cmd_demo(args) -> None:
     from bcg_envs import demo
 
-    demo.main(out_dir=args.out, steps=args.steps, seed=args.seed, train_steps=args.train_steps, backend=args.backend)
+    demo.main(out_dir=args.out, steps=args.steps, seed=args.seed, backend=args.backend)
 
 
 #: ``shac.train`` keywords that ``--config``/``--set`` may not give, and the option to use.
@@ -233,7 +233,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="demo_out", help="folder for the gradient table, plot and rollout video")
     p.add_argument("--steps", type=int, default=100, help="control steps of the scripted push the gradients are taken along")
     p.add_argument("--seed", type=int, default=0, help="seed of the rollout and the estimators' samples")
-    p.add_argument("--train-steps", type=int, default=0, help="also train SB3 PPO vs SHAC exact vs SHAC bcg for this many env steps")
     p.add_argument("--backend", choices=["mujoco", "mjx"], default="mujoco", help="physics of the gradient table (mjx: one compile per estimator)")
     p.set_defaults(fn=_cmd_demo)
 

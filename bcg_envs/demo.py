@@ -2,9 +2,9 @@
 
 Runs the scripted pushing policy (``bcg_envs.envs.box_push.scripted``), and at each step
 calls ``grad_step`` from the same state with every estimator; prints a table (Jacobian norms, how often bcg bundled, time per
-call) and writes ``gradients.png`` and ``rollout.mp4`` to the output folder. With
-``train_steps > 0`` it then runs ``baselines.compare.run_demo``: SB3 PPO vs SHAC with
-exact vs SHAC with BCG gradients on BoxPush, one seed, printed as a table and plotted.
+call) and writes ``gradients.png`` and ``rollout.mp4`` to the output folder. The README's
+``scripts/demo.sh`` follows it with the training comparison from the repository's
+``baselines/`` (SB3 PPO vs SHAC with exact vs SHAC with BCG gradients on BoxPush).
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def plot(stats: Dict[str, Dict[str, List[float]]], path: Path) -> None:
     plt.close(fig)
 
 
-def main(out_dir: str = "demo_out", steps: int = 100, seed: int = 0, train_steps: int = 0, backend: str = "mujoco") -> None:
+def main(out_dir: str = "demo_out", steps: int = 100, seed: int = 0, backend: str = "mujoco") -> None:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     print(f"BoxPush-v0 ({backend} backend): grad_step with every estimator along a {steps}-step scripted push")
@@ -145,14 +145,3 @@ def main(out_dir: str = "demo_out", steps: int = 100, seed: int = 0, train_steps
         f"{ref['return'].mean():.1f} ± {ref['return'].std():.1f}; episode length {ref['length'].mean():.0f}; "
         f"box-goal distance {ref['start_distance'].mean():.3f} m at reset, {ref['final_distance'].mean():.3f} m at the end"
     )
-    if train_steps:
-        _train_comparison(out, train_steps, seed)
-
-
-def _train_comparison(out: Path, steps: int, seed: int) -> None:
-    try:
-        from baselines.compare import run_demo
-    except ImportError as err:  # baselines are a separate, optional folder
-        print(f"skipping the training comparison ({err})")
-        return
-    run_demo(out_dir=out, steps=steps, seed=seed)

@@ -9,4 +9,6 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 . .venv/bin/activate
 export JAX_COMPILATION_CACHE_DIR="$PWD/.jax_cache" JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS=0
-bcg-envs demo --out demo_out --train-steps "${TRAIN_STEPS:-16384}" "$@"
+bcg-envs demo --out demo_out "$@"
+python -m baselines.compare --env BoxPush-v0 --algos sb3_ppo shac_exact shac_bcg --seeds 0 \
+    --steps "${TRAIN_STEPS:-16384}" --evals 4 --out demo_out/compare

@@ -25,7 +25,6 @@ from bcg_envs.gradients.differentiable_step import Branches, DifferentiableStep
 from bcg_envs.physics.penalty_contact import PenaltyContact
 from bcg_envs.physics.simulator import CONTACT_MODELS, MAX_QVEL, ContactStiffness, Physics, load_model, refresh
 
-ASSETS = Path(__file__).resolve().parents[2] / "assets"
 #: Info entries holding a running bcg branch rollout (``DifferentiableStep.Branches``):
 #: present only in the states of an env whose estimator rolls branches (``bcg`` with
 #: ``horizon > 1``; the MuJoCo C backend does not roll branches and never has them).

@@ -37,7 +37,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bcg_envs.envs.base import ASSETS, MjxEnv
+from bcg_envs.envs.base import MjxEnv
+from bcg_envs.envs.resources import ASSETS
 
 #: Box sits inside [-TABLE, TABLE]^2; beyond it the episode terminates.
 TABLE = 0.5

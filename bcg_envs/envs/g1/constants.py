@@ -1,4 +1,4 @@
-"""Constants of the Unitree G1 model in ``assets/g1/g1.xml``.
+"""Constants of the Unitree G1 model in ``bcg_envs/assets/g1/g1.xml``.
 
 Published numbers (joint names/order, ranges, masses) come from MuJoCo Menagerie,
 google-deepmind/mujoco_menagerie, ``unitree_g1/g1_mjx.xml`` (model
@@ -13,12 +13,11 @@ from typing import Dict, Tuple
 
 import numpy as np
 
-# Repository layout: <root>/bcg_envs/envs/g1/constants.py and <root>/assets/...
-ROOT_DIR: Path = Path(__file__).resolve().parents[3]
-ASSETS_DIR: Path = ROOT_DIR / "assets"
-G1_DIR: Path = ASSETS_DIR / "g1"
+from bcg_envs.envs.resources import ASSETS
+
+G1_DIR: Path = ASSETS / "g1"
 G1_XML: Path = G1_DIR / "g1.xml"
-MOTIONS_DIR: Path = ASSETS_DIR / "motions"
+MOTIONS_DIR: Path = ASSETS / "motions"
 
 # Physics / control rates (g1.xml: timestep 0.004 s; the env runs 5 substeps per action).
 SIM_DT: float = 0.004

@@ -1,4 +1,4 @@
-"""Reference motion clips for the Unitree G1 (``assets/g1/g1.xml``).
+"""Reference motion clips for the Unitree G1 (``bcg_envs/assets/g1/g1.xml``).
 
 A :class:`MotionClip` holds a root trajectory and the 29 joint angles per frame, in the
 layout of the LAFAN1-retargeted G1 CSV files: one row per frame, comma separated, no
@@ -8,7 +8,7 @@ header, 36 columns =
 
 with the joints in :data:`constants.JOINT_NAMES` order.
 
-``make_clip(name)`` synthesises the clips shipped in ``assets/motions`` ("jump", "squat",
+``make_clip(name)`` synthesises the clips shipped in ``bcg_envs/assets/motions`` ("jump", "squat",
 "kick") from a handful of keyframes:
 
 * keyframes are interpolated with minimum-jerk easing (zero velocity and acceleration at
@@ -21,8 +21,7 @@ with the joints in :data:`constants.JOINT_NAMES` order.
   feet are on the ground the lowest sphere of the support feet sits at z=0 and the support
   feet do not slide; during the jump's flight the root follows a ballistic parabola.
 
-Run ``python -m bcg_envs.envs.g1.motions [out_dir]`` (or ``assets/motions/make_clips.py``)
-to regenerate the CSV files.
+Run ``python -m bcg_envs.envs.g1.motions [out_dir]`` to regenerate the CSV files.
 """
 
 from __future__ import annotations
@@ -855,7 +854,7 @@ def clip_path(name: str, motions_dir: PathLike = C.MOTIONS_DIR) -> Path:
 
 
 def load_clip(name: str, motions_dir: PathLike = C.MOTIONS_DIR, fps: float = DEFAULT_FPS) -> MotionClip:
-    """Load a shipped clip (assets/motions/g1_<name>.csv)."""
+    """Load a shipped clip (bcg_envs/assets/motions/g1_<name>.csv)."""
     return load_csv(clip_path(name, motions_dir), fps=fps, name=name)
 
 

@@ -55,7 +55,8 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 
-from bcg_envs.envs.base import ASSETS, MjxEnv
+from bcg_envs.envs.base import MjxEnv
+from bcg_envs.envs.resources import ASSETS
 
 #: Disc radius and fingertip sphere radius (m), as in planar_hand.xml.
 DISC_RADIUS = 0.03

@@ -1,4 +1,4 @@
-"""Tests of the G1 motion clips (bcg_envs/envs/g1/motions.py, assets/motions/*.csv)."""
+"""Tests of the G1 motion clips (bcg_envs/envs/g1/motions.py, bcg_envs/assets/motions/*.csv)."""
 
 import mujoco
 import numpy as np
