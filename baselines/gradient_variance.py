@@ -66,6 +66,9 @@ COLORS = {e: f"C{i}" for i, e in enumerate(ESTIMATORS)}
 HORIZONS = (1, 8, 32, 64)
 #: Raw variances above this (or non-finite) are drawn clipped at the top of the raw plot.
 EXPLODED = 1e12
+#: Variance ratios to exact above this (or non-finite) are drawn clipped at the top of the
+#: ratio plot, so that the estimators near exact stay readable.
+RATIO_EXPLODED = 1e6
 #: Default starts per env (G1 rollouts cost ~30x BoxPush's).
 DEFAULT_STARTS = {"BoxPush-v0": 64, "PlanarHand-v0": 64, "G1Jump-v0": 16}
 #: Contact force (N) whose first excess marks the contact event of a scripted episode.
@@ -728,11 +731,13 @@ def _band(ax, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, ok: np.ndarray, col
 
 
 def plot_ratio(rows: List[dict], path: Path) -> None:
-    """Variance ratio to exact per level, a row of horizons per contact model."""
+    """Variance ratio to exact per level, a row of horizons per contact model; ratios above
+    ``RATIO_EXPLODED`` (or non-finite) drawn at the top of the axis as triangles."""
     import matplotlib.pyplot as plt
 
     models, horizons, estimators = _grid(rows)
     fig, axes = _axes(plt, models, horizons, f"{rows[0]['env']}: gradient variance / exact's (95 % bootstrap)")
+    exploded_any = False
     for i, m in enumerate(models):
         axes[i, 0].set_ylabel("variance ratio to exact")
         for j, h in enumerate(horizons):
@@ -742,11 +747,21 @@ def plot_ratio(rows: List[dict], path: Path) -> None:
                 if e == "exact":
                     continue
                 s = _series(rows, m, h, e, ("variance_ratio", "ratio_lo", "ratio_hi"))
-                ok = np.isfinite(s["variance_ratio"]) & (s["variance_ratio"] > 0)
-                ax.plot(s["level"][ok], s["variance_ratio"][ok], marker="o", ms=3, color=COLORS[e], label=e)
-                _band(ax, s["level"], s["ratio_lo"], s["ratio_hi"], ok, COLORS[e])
-    _finish(fig, axes, rows, models, lambda lo, hi: (min(lo, 0.3), max(hi, 3.0)))
-    fig.tight_layout()
+                r = s["variance_ratio"]
+                bad = ~np.isfinite(r) | (r > RATIO_EXPLODED)
+                ok = ~bad & (r > 0)
+                if np.any(ok):
+                    ax.plot(s["level"][ok], r[ok], marker="o", ms=3, color=COLORS[e], label=e)
+                _band(ax, s["level"], s["ratio_lo"], np.minimum(s["ratio_hi"], RATIO_EXPLODED), ok, COLORS[e])
+                if np.any(bad):
+                    exploded_any = True
+                    ax.plot(s["level"][bad], np.full(np.sum(bad), RATIO_EXPLODED), marker="^", ls="none", ms=7,
+                            color=COLORS[e], clip_on=False, label=None if np.any(ok) else e)
+    _finish(fig, axes, rows, models,
+            lambda lo, hi: (min(lo, 0.3), RATIO_EXPLODED if exploded_any else max(hi, 3.0)))
+    if exploded_any:
+        fig.text(0.01, 0.005, f"triangles: ratio > {RATIO_EXPLODED:.0e} or non-finite, clipped to the top", fontsize=8)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
