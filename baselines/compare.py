@@ -1,16 +1,24 @@
-"""Derivative-free vs first-order learning on one axis of environment steps.
+"""Derivative-free vs first-order learning, every algorithm scored by one protocol.
 
     python -m baselines.compare --env BoxPush-v0 --steps 200000 --seeds 0 1 2 \
         --algos sb3_ppo brax_ppo shac_exact shac_bcg brax_apg --out baselines/results/BoxPush-v0
 
-Each (algorithm, seed) run writes ``<out>/<algo>_seed<s>.csv`` with columns
-``env_steps, wall_clock, eval_return, eval_success, eval_length`` (success: the fraction of
-the evaluation episodes whose last step reports ``info["is_success"]``; NaN where the
-learner gives no policy to evaluate: Brax APG and SHAC before their final evaluation); the
-summary writes ``curves.png`` (return vs env steps and vs wall-clock, success rate vs env
-steps; mean +- std over seeds) and ``table.md`` (final return, final success rate with its
-95 % Wilson interval over all seeds' episodes, final episode length, env steps to reach
-90% of PPO's final return, wall-clock).
+The protocol. At each evaluation point, every algorithm's policy is run by the same code
+(``evaluate``): its deterministic action (the Gaussian's mean; SB3's
+``deterministic=True``), on the Gymnasium env on the MuJoCo C backend, for the same
+``EVAL_EPISODES`` episodes (reset seeds ``EVAL_SEED``, ``EVAL_SEED + 1``, ...) whatever the
+algorithm and training seed. It scores the success rate (episode-end
+``info["is_success"]``), the return and the episode length. Every learner normalizes its
+observations (SB3 through ``VecNormalize``, frozen at evaluation; Brax and SHAC through
+their own running statistics). Wall-clock counts training only, not these evaluations.
+Brax APG exposes no policy during training, so only its final policy is scored.
+
+Each (algorithm, seed) run writes ``<out>/<algo>_seed<s>.csv`` with columns ``env_steps,
+wall_clock, eval_return, eval_success, eval_length, eval_episodes``. The summary writes
+``curves.png`` (return vs env steps and vs wall-clock, success rate vs env steps; mean +-
+std over seeds) and ``table.md``. The table has the final return, the final success rate
+with its 95 % Wilson interval over all seeds' episodes, the final episode length, the env
+steps to reach 90 % of PPO's final return, and the wall-clock.
 """
 
 from __future__ import annotations
@@ -31,8 +39,12 @@ from bcg_envs.learners.stats import format_success, wilson_interval
 from bcg_envs.utils import single_cpu_client
 
 ALGORITHMS = ("sb3_ppo", "brax_ppo", "shac_exact", "shac_bcg", "brax_apg")
-#: Episodes per evaluation of the deterministic policy (Brax PPO: its default 128 envs).
-EVAL_EPISODES = 16
+#: Episodes per evaluation, the same for every algorithm (seeds ``EVAL_SEED`` onward).
+EVAL_EPISODES = 64
+#: First reset seed of the evaluation episodes: far from the training seeds, so no
+#: training episode is an evaluation episode.
+EVAL_SEED = 1_000_000
+CSV_FIELDS = ("env_steps", "wall_clock", "eval_return", "eval_success", "eval_length", "eval_episodes")
 CONFIGS = Path(__file__).resolve().parent / "configs"
 Row = Dict[str, float]
 
@@ -53,13 +65,14 @@ def config_section(algo: str) -> str:
 #: Arguments each runner sets itself: a config that sets them is rejected.
 _RUNNER_ARGS = {
     "sb3_ppo": {"self", "policy", "env", "seed", "verbose", "device"},
-    "brax_ppo": {"environment", "num_timesteps", "episode_length", "num_evals", "seed", "progress_fn", "policy_params_fn"},
+    "brax_ppo": {"environment", "num_timesteps", "episode_length", "num_evals", "seed", "progress_fn", "policy_params_fn",
+                 "run_evals"},
     "shac": {"environment", "estimator", "num_timesteps", "total_steps", "seed", "num_evals", "num_eval_envs",
-             "progress_fn", "progress_bar"},
+             "progress_fn", "progress_bar", "policy_params_fn", "run_evals"},
     "brax_apg": {"environment", "policy_updates", "episode_length", "num_evals", "num_eval_envs", "seed", "progress_fn"},
 }
 #: Keys a runner reads itself (not passed on) and keys it cannot run without.
-_RUNNER_KEYS = {"sb3_ppo": {"n_envs"}}
+_RUNNER_KEYS = {"sb3_ppo": {"n_envs", "normalize_observations"}}
 _REQUIRED = {"sb3_ppo": {"n_steps", "batch_size"}, "shac": {"actor_hidden", "critic_hidden"},
              "brax_apg": {"horizon_length", "num_envs"}}
 
@@ -104,93 +117,86 @@ def validate_config(cfg: dict, env_id: str, algos: List[str]) -> None:
             raise ValueError(f"config[{section!r}]: missing required keys {missing}")
 
 
-# ----- runners: each returns rows of (env_steps, wall_clock, eval_return, eval_success, eval_length)
-def _row(env_steps, wall_clock, eval_return, eval_success=float("nan"), eval_length=float("nan")) -> Row:
-    return dict(env_steps=env_steps, wall_clock=wall_clock, eval_return=float(eval_return),
-                eval_success=float(eval_success), eval_length=float(eval_length))
+# ----- the protocol: one evaluation for every algorithm ----------------------------------
+def evaluate(env_id: str, act: Callable[[np.ndarray], np.ndarray]) -> Row:
+    """Score a policy (observation -> action) on the protocol's episodes: ``EVAL_EPISODES``
+    episodes from reset seeds ``EVAL_SEED`` onward, MuJoCo C backend."""
+    from bcg_envs.envs.evaluation import run_episodes
+
+    r = run_episodes(env_id, act, episodes=EVAL_EPISODES, seed=EVAL_SEED, backend="mujoco")
+    return dict(eval_return=r["mean_return"], eval_success=r["success_rate"], eval_length=r["mean_length"],
+                eval_episodes=EVAL_EPISODES)
 
 
-def _success_rate(env_id: str, make_policy, params, seed: int) -> float:
-    """Success rate of a JAX policy's deterministic action over ``EVAL_EPISODES`` episodes
-    of the Gymnasium env on the MuJoCo C backend (episode-end ``info["is_success"]``)."""
+def jax_policy(make_policy, params) -> Callable[[np.ndarray], np.ndarray]:
+    """A Brax-style ``make_policy(params, deterministic=True)`` as observation -> action."""
     import jax
     import jax.numpy as jnp
 
-    from bcg_envs.envs.evaluation import run_episodes
-
     policy = jax.jit(make_policy(params, deterministic=True))
-    key = jax.random.PRNGKey(seed)
-    act = lambda obs: np.asarray(policy(jnp.asarray(obs), key)[0])  # noqa: E731
-    return run_episodes(env_id, act, episodes=EVAL_EPISODES, seed=seed, backend="mujoco")["success_rate"]
+    key = jax.random.PRNGKey(0)  # unused by a deterministic policy
+    return lambda obs: np.asarray(policy(jnp.asarray(obs), key)[0])
+
+
+class Recorder:
+    """The rows of one run: ``record(env_steps, act)`` scores ``act`` by ``evaluate`` and
+    stamps the row with the training wall-clock so far (evaluation time excluded)."""
+
+    def __init__(self, env_id: str) -> None:
+        self.env_id = env_id
+        self.rows: List[Row] = []
+        self._start = time.perf_counter()
+        self._evaluating = 0.0
+
+    def record(self, env_steps: int, act: Callable[[np.ndarray], np.ndarray]) -> None:
+        t0 = time.perf_counter()
+        wall = t0 - self._start - self._evaluating
+        self.rows.append(dict(env_steps=int(env_steps), wall_clock=wall, **evaluate(self.env_id, act)))
+        self._evaluating += time.perf_counter() - t0
 
 
 def run_sb3_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> List[Row]:
     """stable-baselines3 PPO on ``n_envs`` Gymnasium envs on the MuJoCo C backend (the
-    CPU fast path; same model and task code as the JAX env)."""
-    import gymnasium as gym
+    CPU fast path; same model and task code as the JAX env), observations normalized by
+    ``VecNormalize`` (``normalize_observations``, default on; rewards left as they are)."""
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
-    from stable_baselines3.common.evaluation import evaluate_policy
     from stable_baselines3.common.logger import Logger
-    from stable_baselines3.common.monitor import Monitor
+    from stable_baselines3.common.vec_env import VecNormalize
 
     import bcg_envs  # noqa: F401
 
     params = dict(cfg["sb3_ppo"])
     n_envs = params.pop("n_envs", 1)
+    normalize = params.pop("normalize_observations", True)
     env = make_vec_env(f"bcg_envs/{env_id}", n_envs=n_envs, seed=seed, env_kwargs={"backend": "mujoco"})
-    eval_env = Monitor(gym.make(f"bcg_envs/{env_id}", backend="mujoco"))
-    rows: List[Row] = []
-    start = time.perf_counter()
+    if normalize:
+        env = VecNormalize(env, norm_obs=True, norm_reward=False)
+    recorder = Recorder(env_id)
     every = max(steps // evals, 1)
 
-    def evaluate(num_timesteps: int) -> None:
-        successes: List[bool] = []
-
-        def on_step(locals_, _globals) -> None:  # the final step's info of each episode
-            if locals_["done"]:
-                successes.append(bool(locals_["info"].get("is_success", False)))
-
-        returns, lengths = evaluate_policy(model, eval_env, n_eval_episodes=EVAL_EPISODES, deterministic=True,
-                                           return_episode_rewards=True, callback=on_step)
-        rows.append(_row(num_timesteps, time.perf_counter() - start, np.mean(returns), np.mean(successes),
-                         np.mean(lengths)))
+    def act(obs: np.ndarray) -> np.ndarray:
+        # VecNormalize.normalize_obs reads the running statistics without updating them.
+        x = env.normalize_obs(obs) if normalize else obs
+        return model.predict(x, deterministic=True)[0]
 
     class Eval(BaseCallback):
         def _on_step(self) -> bool:
             if self.num_timesteps // every > (self.num_timesteps - n_envs) // every:
-                evaluate(self.num_timesteps)
+                recorder.record(self.num_timesteps, act)
             return True
 
     params["n_steps"] = min(params["n_steps"], max(steps // (2 * n_envs), 16))
     params["batch_size"] = min(params["batch_size"], params["n_steps"] * n_envs)
     model = PPO("MlpPolicy", env, seed=seed, verbose=0, device="cpu", **params)
     model.set_logger(Logger(folder=None, output_formats=[]))  # SB3's default makes an empty /tmp/SB3-* folder
-    evaluate(0)
+    recorder.record(0, act)
     model.learn(total_timesteps=steps, callback=Eval())
-    if rows[-1]["env_steps"] != model.num_timesteps:
-        evaluate(model.num_timesteps)
+    if recorder.rows[-1]["env_steps"] != model.num_timesteps:
+        recorder.record(model.num_timesteps, act)
     env.close()
-    eval_env.close()
-    return rows
-
-
-def _progress_rows(start: float, rows: List[Row]) -> Callable[[int, dict], None]:
-    def progress(step: int, metrics: dict) -> None:
-        if "eval/episode_reward" in metrics:
-            length = metrics.get("eval/episode_length", metrics.get("eval/avg_episode_length", float("nan")))
-            rows.append(_row(int(step), time.perf_counter() - start, metrics["eval/episode_reward"],
-                             metrics.get("eval/success", float("nan")), length))
-
-    return progress
-
-
-def _final_success(rows: List[Row], env_id: str, make_policy, params, seed: int) -> None:
-    """Fill the last row's success rate from the trained policy, where the learner's own
-    evaluation did not report one."""
-    if rows and np.isnan(rows[-1]["eval_success"]):
-        rows[-1]["eval_success"] = _success_rate(env_id, make_policy, params, seed)
+    return recorder.rows
 
 
 @functools.lru_cache(maxsize=None)
@@ -204,6 +210,8 @@ def _jax_env(env_id: str, estimator: str):
 
 
 def run_brax_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> List[Row]:
+    """Brax PPO on the JAX env; its own evaluation is off (``run_evals=False``) and each
+    evaluation point's policy is scored by the protocol (``policy_params_fn``)."""
     from brax.training.agents.ppo import train as ppo
 
     from bcg_envs.compat import enable_brax
@@ -211,31 +219,17 @@ def run_brax_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> L
     enable_brax()
 
     env = _jax_env(env_id, "exact")
-    rows: List[Row] = []
-    start = time.perf_counter()
-    # Brax calls policy_params_fn after progress_fn at the first evaluation and before it at
-    # the later ones: a rate waits in ``pending`` until its row exists.
-    pending: Dict[int, float] = {}
-    add_row = _progress_rows(start, rows)
-
-    def progress(step: int, metrics: dict) -> None:
-        add_row(step, metrics)
-        if rows and int(rows[-1]["env_steps"]) in pending:
-            rows[-1]["eval_success"] = pending.pop(int(rows[-1]["env_steps"]))
-
-    def success(step: int, make_policy, params) -> None:
-        rate = _success_rate(env_id, make_policy, params, seed)
-        if rows and int(rows[-1]["env_steps"]) == int(step) and np.isnan(rows[-1]["eval_success"]):
-            rows[-1]["eval_success"] = rate
-        else:
-            pending[int(step)] = rate
-
+    recorder = Recorder(env_id)
     ppo.train(environment=env, num_timesteps=steps, episode_length=env.episode_length, num_evals=evals + 1,
-              seed=seed, progress_fn=progress, policy_params_fn=success, **cfg["brax_ppo"])
-    return rows
+              seed=seed, run_evals=False,
+              policy_params_fn=lambda step, make_policy, params: recorder.record(step, jax_policy(make_policy, params)),
+              **cfg["brax_ppo"])
+    return recorder.rows
 
 
 def run_brax_apg(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> List[Row]:
+    """Brax APG on the JAX env. It returns its policy only at the end, so its one row is
+    the final policy's score (Brax's own intermediate evaluations are not used)."""
     from brax.training.agents.apg import train as apg
 
     from bcg_envs.compat import enable_brax
@@ -243,19 +237,14 @@ def run_brax_apg(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> L
     enable_brax()
 
     env = _jax_env(env_id, "exact")
-    rows: List[Row] = []
-    start = time.perf_counter()
+    recorder = Recorder(env_id)
     params = dict(cfg["brax_apg"])
     steps_per_update = params["horizon_length"] * params["num_envs"]
-    updates = max(evals, steps // steps_per_update)
-    # Brax APG reports the evaluation index, not env steps: convert.
-    per_eval = round(updates / max(evals, 1)) * steps_per_update
-    to_rows = _progress_rows(start, rows)
-    make_policy, trained, _ = apg.train(
-        environment=env, policy_updates=updates, episode_length=env.episode_length, num_evals=evals + 1,
-        num_eval_envs=EVAL_EPISODES, seed=seed, progress_fn=lambda it, m: to_rows(it * per_eval, m), **params)
-    _final_success(rows, env_id, make_policy, trained, seed)
-    return rows
+    updates = max(1, steps // steps_per_update)
+    make_policy, trained, _ = apg.train(environment=env, policy_updates=updates, episode_length=env.episode_length,
+                                        num_evals=1, num_eval_envs=1, seed=seed, **params)
+    recorder.record(updates * steps_per_update, jax_policy(make_policy, trained))
+    return recorder.rows
 
 
 def _run_shac(estimator: str):
@@ -263,16 +252,14 @@ def _run_shac(estimator: str):
         from bcg_envs.learners import shac
 
         env = _jax_env(env_id, estimator)
-        rows: List[Row] = []
-        start = time.perf_counter()
+        recorder = Recorder(env_id)
         params = dict(cfg["shac"])
         params["actor_hidden"] = tuple(params["actor_hidden"])
         params["critic_hidden"] = tuple(params["critic_hidden"])
-        make_policy, trained, _ = shac.train(env, num_timesteps=steps, seed=seed, num_evals=evals + 1,
-                                             num_eval_envs=EVAL_EPISODES, progress_fn=_progress_rows(start, rows),
-                                             progress_bar=False, **params)
-        _final_success(rows, env_id, make_policy, trained, seed)
-        return rows
+        shac.train(env, num_timesteps=steps, seed=seed, num_evals=evals + 1, run_evals=False,
+                   policy_params_fn=lambda step, make_policy, p: recorder.record(step, jax_policy(make_policy, p)),
+                   progress_bar=False, **params)
+        return recorder.rows
 
     return run
 
@@ -290,7 +277,7 @@ RUNNERS = {
 def write_csv(path: Path, rows: List[Row]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=["env_steps", "wall_clock", "eval_return", "eval_success", "eval_length"])
+        writer = csv.DictWriter(f, fieldnames=list(CSV_FIELDS))
         writer.writeheader()
         for row in rows:
             writer.writerow({k: row.get(k, float("nan")) for k in writer.fieldnames})
@@ -302,8 +289,9 @@ def read_runs(out_dir: Path) -> Dict[str, List[List[Row]]]:
     for path in sorted(out_dir.glob("*_seed*.csv")):
         algo = path.stem.rsplit("_seed", 1)[0]
         with path.open() as f:
-            rows = [{"eval_success": float("nan"), "eval_length": float("nan"), **{k: float(v) for k, v in row.items()}}
-                    for row in csv.DictReader(f)]  # CSVs written before success was recorded
+            # CSVs from before success and the shared protocol: no success/length, 16 episodes
+            rows = [{"eval_success": float("nan"), "eval_length": float("nan"), "eval_episodes": 16.0,
+                     **{k: float(v) for k, v in row.items()}} for row in csv.DictReader(f)]
         if rows:
             runs[algo].append(rows)
     return dict(runs)
@@ -318,7 +306,7 @@ def steps_to_reach(rows: List[Row], target: float) -> Optional[float]:
 
 def summary_table(runs: Dict[str, List[List[Row]]], reference: str = "sb3_ppo") -> str:
     """Markdown: final return (mean +- std over seeds), final success rate with its 95 %
-    Wilson interval (all seeds' ``EVAL_EPISODES`` episodes pooled; '—' if not recorded),
+    Wilson interval (all seeds' evaluation episodes pooled; '—' if not recorded),
     final episode length, env steps to 90% of the reference's final return (median over
     seeds; '—' if never), wall-clock to the end."""
     ref = runs.get(reference) or runs.get("brax_ppo")
@@ -342,10 +330,11 @@ def summary_table(runs: Dict[str, List[List[Row]]], reference: str = "sb3_ppo") 
             hits = [h for h in hits if h is not None]
             reach = f"{np.median(hits):,.0f} ({len(hits)}/{len(seeds)})" if hits else f"— (0/{len(seeds)})"
         success = np.array([r[-1]["eval_success"] for r in seeds])
+        episodes = np.array([r[-1]["eval_episodes"] for r in seeds])[~np.isnan(success)]
         success = success[~np.isnan(success)]
         if success.size:
-            n = EVAL_EPISODES * success.size
-            k = int(round(float(np.sum(success)) * EVAL_EPISODES))
+            n = int(np.sum(episodes))
+            k = int(round(float(np.sum(success * episodes))))
             low, high = wilson_interval(k, n)
             success_text = format_success({"success_rate": k / n, "success_low": low, "success_high": high})
         else:

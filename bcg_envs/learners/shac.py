@@ -610,6 +610,8 @@ def train(
     restore_from: Optional[Union[str, Path]] = None,
     num_evals: int = 5,
     num_eval_envs: int = 16,
+    run_evals: bool = True,
+    policy_params_fn: Optional[Callable[[int, Callable, Any], None]] = None,
     eval_episode_length: Optional[int] = None,
     log_dir: Optional[Union[str, Path]] = None,
     progress_bar: bool = True,
@@ -651,6 +653,11 @@ def train(
         to the end (0 disables them).
       num_eval_envs, eval_episode_length: evaluation batch and episode cap (default the
         env's ``episode_length``).
+      run_evals: run SHAC's own evaluation (MJX, ``num_eval_envs`` episodes) at the
+        evaluation points; ``False`` keeps the points for ``policy_params_fn`` only (as
+        Brax's ``run_evals``).
+      policy_params_fn: ``policy_params_fn(num_steps, make_policy, params)`` at every
+        evaluation point (Brax's hook): score the policy with your own protocol.
       log_dir: write ``progress.csv`` and TensorBoard events there.
       progress_bar: show a tqdm bar (steps, return, steps/s).
 
@@ -750,14 +757,18 @@ def train(
     last_return = float("nan")
     skipped_seen = int(ts.skipped)
 
-    def run_eval() -> Dict[str, float]:
+    def run_eval(num_steps: int) -> Dict[str, float]:
+        if policy_params_fn is not None:
+            policy_params_fn(num_steps, make_policy, jax.device_get({"normalizer": ts.normalizer, "actor": ts.actor}))
+        if not run_evals:
+            return {}
         # The same evaluation episodes (eval_key) every time, so evaluations compare.
         evaluate = built.evaluator(num_eval_envs, eval_length)
         return {k: float(v) for k, v in evaluate(ts.actor, ts.normalizer, eval_key).items()}
 
     try:
         if start == 0 and 0 in eval_iters:
-            metrics.update(run_eval())
+            metrics.update(run_eval(0))
             metrics.update(num_steps=0, skipped_updates=0)
             loggers.write(0, {"iteration": 0, "num_steps": 0, "walltime": 0.0, **metrics})
             if progress_fn is not None:
@@ -791,7 +802,7 @@ def train(
             else:  # no episode finished yet
                 postfix = {"reward/step": f"{train_metrics['reward']:.3f}"}
             if done_iters in eval_iters:
-                eval_metrics = run_eval()
+                eval_metrics = run_eval(num_steps)
                 metrics.update(eval_metrics)
                 row.update(eval_metrics)
             loggers.write(num_steps, row)

@@ -34,8 +34,8 @@ def test_summary_table_reports_success_with_a_wilson_interval(tmp_path):
 
     for seed, final in enumerate((0.5, 0.75)):
         compare.write_csv(tmp_path / f"sb3_ppo_seed{seed}.csv", [
-            dict(env_steps=0, wall_clock=0, eval_return=-5, eval_success=0.0, eval_length=200),
-            dict(env_steps=100, wall_clock=1, eval_return=5, eval_success=final, eval_length=150)])
+            dict(env_steps=0, wall_clock=0, eval_return=-5, eval_success=0.0, eval_length=200, eval_episodes=16),
+            dict(env_steps=100, wall_clock=1, eval_return=5, eval_success=final, eval_length=150, eval_episodes=16)])
     runs = compare.read_runs(tmp_path)
     table = compare.summary_table(runs)
     low, high = wilson_interval(20, 32)  # 8 + 12 of 2 x 16 episodes
@@ -87,8 +87,10 @@ _SLOW = ("shac_exact", "brax_apg")
 
 
 @pytest.mark.parametrize("algo", [pytest.param(a, marks=pytest.mark.slow) if a in _SLOW else a for a in compare.ALGORITHMS])
-def test_every_algorithm_runs_end_to_end(tmp_path, algo):
-    """Brax PPO takes the JAX env unchanged (``enable_brax`` aside); SHAC bcg is the demo's."""
+def test_every_algorithm_runs_end_to_end(tmp_path, algo, monkeypatch):
+    """Brax PPO takes the JAX env unchanged (``enable_brax`` aside); SHAC bcg is the demo's.
+    Every row is scored by the shared protocol (here 3 episodes from ``EVAL_SEED``)."""
+    monkeypatch.setattr(compare, "EVAL_EPISODES", 3)
     cfg = compare.load_config("BoxPush-v0")
     cfg["brax_ppo"].update(num_envs=4, batch_size=4, num_minibatches=2, unroll_length=8)
     cfg["shac"].update(num_envs=4, horizon=8, actor_hidden=[16], critic_hidden=[16])
@@ -97,7 +99,10 @@ def test_every_algorithm_runs_end_to_end(tmp_path, algo):
     compare.write_csv(tmp_path / f"{algo}_seed0.csv", rows)
     with (tmp_path / f"{algo}_seed0.csv").open() as f:
         parsed = list(csv.DictReader(f))
-    assert parsed and set(parsed[0]) == {"env_steps", "wall_clock", "eval_return", "eval_success", "eval_length"}
+    assert parsed and tuple(parsed[0]) == compare.CSV_FIELDS
+    assert all(float(r["eval_episodes"]) == 3 for r in parsed)
+    if algo != "brax_apg":  # APG exposes its policy only at the end
+        assert [float(r["env_steps"]) for r in parsed][0] == 0 and len(parsed) >= 2
     assert all(float(r["eval_return"]) == float(r["eval_return"]) for r in parsed)  # no NaN
     assert 0.0 <= float(parsed[-1]["eval_success"]) <= 1.0  # every learner reports its final success
     assert float(parsed[-1]["eval_length"]) > 0
