@@ -3,7 +3,7 @@
 ``python -m baselines.contact_events [--env BoxPush-v0 ...] [--episodes 20]``
 
 Runs each task's scripted controller (and, for BoxPush and PlanarHand, uniform random
-actions) on the MuJoCo C backend and records, per control step, the largest contact-event
+actions; for PlanarHand also ``gentle`` ones, a quarter of the range) on the MuJoCo C backend and records, per control step, the largest contact-event
 force (``info["max_contact_force"]``: the normal forces between one pair of bodies summed,
 the largest over the step's substeps) and its rise within the step
 (``info["max_contact_rise"]``). Steps with contact are grouped by what happens physically:
@@ -36,23 +36,26 @@ FIELDS = ("env", "policy", "group", "steps", "force_p50", "force_p90", "force_p9
           "rise_p99", "threshold", "bundled_force", "bundled_onset")
 
 
-def _policies(env_id: str, env) -> Dict[str, Callable[[], Callable[[np.ndarray], np.ndarray]]]:
-    """Name -> factory of a fresh policy (observation -> action)."""
+def _policies(env_id: str, env) -> Dict[str, Callable[[int], Callable[[np.ndarray], np.ndarray]]]:
+    """Name -> factory of a fresh policy (observation -> action) for episode ``seed``."""
     if env_id.startswith("G1"):
         from bcg_envs.envs.g1.sim2sim import reference_policy
 
-        return {"replay": lambda: reference_policy(env)}
+        return {"replay": lambda seed: reference_policy(env)}
     if env_id == "BoxPush-v0":
         from bcg_envs.envs.box_push.scripted import scripted_push as scripted
     else:
         from bcg_envs.envs.planar_hand.scripted import scripted_rotate as scripted
     n = env.action_space.shape[0]
 
-    def random():
-        rng = np.random.default_rng(0)
-        return lambda obs: rng.uniform(-1.0, 1.0, n).astype(np.float32)
+    def random(seed: int, amplitude: float = 1.0):
+        rng = np.random.default_rng(seed)  # each episode its own action sequence
+        return lambda obs: (amplitude * rng.uniform(-1.0, 1.0, n)).astype(np.float32)
 
-    return {"scripted": lambda: scripted, "random": random}
+    policies = {"scripted": lambda seed: scripted, "random": random}
+    if env_id == "PlanarHand-v0":  # gentle manipulation: servo targets stay near the fingers
+        policies["gentle"] = lambda seed: random(seed, 0.25)
+    return policies
 
 
 def measure(env_id: str, episodes: int, seed: int = 0) -> List[Dict[str, object]]:
@@ -69,7 +72,7 @@ def measure(env_id: str, episodes: int, seed: int = 0) -> List[Dict[str, object]
         for name, factory in _policies(env_id, env).items():
             groups: Dict[str, List[tuple]] = {"onset": [], "sustained": []}
             for ep in range(episodes):
-                policy = factory()
+                policy = factory(seed + ep)
                 obs, _ = env.reset(seed=seed + ep)
                 before = float("inf")  # a reset in contact (standing) is not an onset
                 while True:

@@ -93,43 +93,27 @@ OPEN_POSE = (-0.45, 0.05, -0.45, 0.05)
 class PlanarHand(MjxEnv):
     """Two-finger planar hand reorienting a disc (see the module docstring).
 
-    ``default_force_threshold`` (the ``bcg`` trigger, 8 N) comes from the per-step largest
-    finger-disc normal force (``info["max_contact_force"]``, MJX, default stiff contacts)
-    over 64 episodes x 200 steps of uniform random actions ``amp * U(-1, 1)^4``, counting
-    the steps with contact after the first second:
+    ``default_force_threshold`` (the ``bcg`` trigger, 5 N) is set from contact-event
+    forces (all contacts of one finger link with the disc, summed) measured by ``python -m
+    baselines.contact_events`` (MuJoCo C, 20 episodes per policy):
 
-    * gentle random manipulation (amp 0.25; the servos stay near their targets): median
-      3.5 N, 90th percentile 5.0 N, 99th 6.6 N, none above 8 N. Holding the disc at the
-      neutral grasp (a = 0) squeezes with about 2.6 N; moving it takes ~1 N against 0.8 N of table
-      friction (0.5 N at the rim against the 0.02 N m yaw friction).
-    * full random actions (amp 1; targets jump across the joint range, fingers strike the
-      disc at speed or squeeze it with the servo far from its target): median 8.3 N,
-      75th percentile 13.6 N, 99th 32 N (amp 0.5 lies in between: median 4.8 N, 15% above
-      8 N).
+    * the scripted controller's steady grasp: median 1.0 N, 99th percentile 1.6 N; it
+      places its fingertips with ~2 N (99th percentile 3.7 N): none of it is bundled;
+    * uniform random actions (targets jump across the joint range, fingers strike the
+      disc at speed): impacts median 6.1 N, 90th percentile 11.9 N; 68 % of them are
+      bundled, and 38 % of the steps in sustained contact (hard squeezes);
+    * gentle random actions (a quarter of the range; the servos stay near their targets):
+      impacts median 2.4 N, sustained contact median 1.5 N, 99th percentiles 5.9 N and
+      4.9 N: 1-2 % of them are bundled.
 
-    These figures are from the geometry before the disc shrank to 3 cm (MJX). On the current
-    geometry (MuJoCo C, same protocol) gentle contact steps have median 1.8 N and 99th
-    percentile 5.6 N, full random ones median 5.0 N and 90th percentile 13 N, with 27 % of
-    them above 8 N: the threshold still splits them.
-
-    The distribution has one broad mode, so the threshold is set just above everything
-    gentle manipulation produces (its 99th percentile, 6.6 N) and at the median of full
-    random actions: bcg leaves gentle manipulation exact and bundles the impacts and hard
-    squeezes (about half the contact steps of a uniform random policy).
-    ``tests/envs/planar_hand/test_hand.py`` checks that split under random actions.
-
-    Per contact event (all contacts of one finger link with the disc, summed; ``python -m
-    baselines.contact_events``, MuJoCo C, 20 episodes): the scripted controller's steady
-    grasp has median 1.0 N (99th percentile 1.6 N) and places its fingertips with ~2 N,
-    so at 8 N neither trigger bundles any of it; under random actions 16 % of fingertip
-    impacts (median 4.5 N) and 25 % of the squeezes in sustained contact are bundled.
-    ``trigger="onset"`` with a lower threshold (e.g. 3 N: the steady grasp's rises have a
-    99th percentile of 0.1 N, the impacts' a median of 4.5 N) bundles more than half of
-    the impacts.
+    Holding the disc at the neutral grasp (a = 0) squeezes with about 2.6 N; moving it
+    takes ~1 N against 0.8 N of table friction. So bcg leaves the grasp and gentle
+    manipulation exact and bundles impacts. ``tests/envs/planar_hand/test_hand.py``
+    checks that split under random actions.
     """
 
     xml_path = ASSETS / "planar_hand" / "planar_hand.xml"
-    default_force_threshold = 8.0
+    default_force_threshold = 5.0
     render_camera = "top"
 
     @staticmethod
