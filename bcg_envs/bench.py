@@ -1,5 +1,6 @@
-"""``bcg-envs bench``: step and grad_step cost, batched throughput vs raw MJX, and the
-cost of rollout gradients (reverse mode vs the transposed-Jacobian backward pass).
+"""``bcg-envs bench``: step and grad_step cost, batched throughput vs raw MJX, the cost
+of rollout gradients (reverse mode vs the transposed-Jacobian backward pass) and of one
+SHAC iteration against its forward rollout.
 
 Everything is measured in one run and reported as ratios too (these machines are noisy,
 so compare ratios, not absolute times, across runs).
@@ -198,6 +199,67 @@ def report_rollout_gradients(rows: List[Dict[str, float]], env_id: str, num_envs
     if exact and busy:
         lines += [f"bcg / exact with every contact step bundled (vjp, {100 * busy['bundled']:.0f} % of steps): "
                   f"{busy['grad_ms'] / exact['grad_ms']:.2f}x"]
+    return "\n".join(lines)
+
+
+def shac_iterations(
+    env_id: str = "BoxPush-v0", num_envs: int = 16, horizon: int = 32, estimators: Sequence[str] = ("exact", "bcg"),
+    iterations: int = 4,
+) -> List[Dict[str, float]]:
+    """Cost of one SHAC iteration (rollout, actor gradient, critic updates) against the
+    forward rollout it contains (``num_envs`` x ``horizon`` env steps, vmapped, no
+    gradient), per estimator. ``iterations`` iterations run with no evaluation; the first
+    holds the compile (``compile_s`` = first minus a later one), the median of the rest is
+    ``iteration_ms``. Paper-size networks (SHAC's defaults)."""
+    import csv
+    import tempfile
+    from pathlib import Path
+
+    import jax
+    import jax.numpy as jnp
+
+    import bcg_envs
+    from bcg_envs.learners import shac
+
+    if iterations < 2:
+        raise ValueError(f"iterations must be >= 2 (the first holds the compile), got {iterations}")
+    rows = []
+    for estimator in estimators:
+        env = bcg_envs.make_jax(env_id, estimator=estimator)
+        with tempfile.TemporaryDirectory() as log_dir:
+            shac.train(env, num_envs=num_envs, horizon=horizon, num_timesteps=iterations * num_envs * horizon,
+                       num_evals=0, progress_bar=False, log_dir=log_dir)
+            with (Path(log_dir) / "progress.csv").open() as f:
+                wall = np.array([float(r["walltime"]) for r in csv.DictReader(f)])
+        per_iter = np.diff(np.concatenate([[0.0], wall]))
+        iteration_s = float(np.median(per_iter[1:]))
+        states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), num_envs))
+        actions = jnp.zeros((horizon, num_envs, env.action_size))
+
+        @jax.jit
+        def rollout(s):
+            def body(s, a):
+                return jax.vmap(env.step)(s, a), None
+
+            return jax.lax.scan(body, s, actions)[0].obs
+
+        jax.block_until_ready(rollout(states))
+        forward_s = _median_seconds(lambda: jax.block_until_ready(rollout(states)), 5)
+        rows.append({"estimator": estimator, "compile_s": float(per_iter[0] - iteration_s),
+                     "iteration_ms": 1e3 * iteration_s, "forward_ms": 1e3 * forward_s,
+                     "ratio": iteration_s / forward_s, "peak_rss_gb": peak_rss_gb()})
+        jax.clear_caches()
+    return rows
+
+
+def report_shac_iterations(rows: List[Dict[str, float]], env_id: str, num_envs: int, horizon: int) -> str:
+    """Markdown table of ``shac_iterations`` rows."""
+    lines = [f"SHAC iteration, {env_id}, {num_envs} envs x {horizon} steps (paper-size networks):", "",
+             "| estimator | compile (s) | iteration (ms) | forward rollout (ms) | iteration / forward | peak RSS (GB) |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['estimator']} | {r['compile_s']:.1f} | {r['iteration_ms']:.1f} | {r['forward_ms']:.1f} "
+                     f"| {r['ratio']:.1f}x | {r['peak_rss_gb']:.1f} |")
     return "\n".join(lines)
 
 
