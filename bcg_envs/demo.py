@@ -17,7 +17,7 @@ import numpy as np
 
 from bcg_envs.envs.box_push.scripted import scripted_push
 from bcg_envs.gradients.config import ESTIMATORS
-from bcg_envs.learners.stats import format_success, success_summary
+from bcg_envs.stats import format_success, success_summary
 
 
 def scripted_episodes(episodes: int = 16, seed: int = 0) -> Dict[str, np.ndarray]:

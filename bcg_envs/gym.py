@@ -216,7 +216,7 @@ class GymEnv(TaskEnv):
         if backend not in ("mjx", "mujoco"):
             raise ValueError(f"backend must be 'mjx' or 'mujoco', got {backend!r}")
         if backend == "mujoco":
-            raise ValueError("GymEnv is the MJX backend; use bcg_envs.gym.make_env(..., backend='mujoco')")
+            raise ValueError("GymEnv is the MJX backend; use gym.make(id, backend='mujoco')")
         self._state = None
         self._setup(env_name, make_jax(env_name, **env_kwargs), render_mode, width, height)
         self._fns = _Jitted(self.jax_env, batched=False)
@@ -302,7 +302,7 @@ class GymVectorEnv(gymnasium.vector.VectorEnv):
         if render_mode is not None:
             raise ValueError("GymVectorEnv does not render; use render_mode=None")
         if backend != "mjx":
-            raise ValueError("GymVectorEnv is the MJX backend; use bcg_envs.gym.make_vector_env(..., backend='mujoco')")
+            raise ValueError("GymVectorEnv is the MJX backend; use gym.make_vec(id, num_envs, backend='mujoco')")
         self.env_name = env_name
         self.jax_env: MjxEnv = make_jax(env_name, **env_kwargs)
         self.num_envs = num_envs
@@ -345,25 +345,3 @@ class GymVectorEnv(gymnasium.vector.VectorEnv):
         info["final_obs"] = np.clip(np.asarray(ended_state.obs, np.float32), -OBS_BOUND, OBS_BOUND)
         info["_final_obs"] = ended
         return np.clip(np.asarray(self._state.obs, np.float32), -OBS_BOUND, OBS_BOUND), np.asarray(ended_state.reward, np.float32), done, trunc, info
-
-
-def make_env(env_name: str, *, backend: str = "mjx", **kwargs: Any) -> gymnasium.Env:
-    """Gymnasium entry point: the MJX adapter or the MuJoCo C backend."""
-    if backend == "mujoco":
-        from bcg_envs.mujoco_backend import MujocoGymEnv
-
-        return MujocoGymEnv(env_name, **kwargs)
-    if backend != "mjx":
-        raise ValueError(f"backend must be 'mjx' or 'mujoco', got {backend!r}")
-    return GymEnv(env_name, **kwargs)
-
-
-def make_vector_env(env_name: str, num_envs: int, *, backend: str = "mjx", **kwargs: Any) -> gymnasium.vector.VectorEnv:
-    """Gymnasium vector entry point (``gym.make_vec``)."""
-    if backend == "mujoco":
-        from bcg_envs.mujoco_backend import MujocoVectorEnv
-
-        return MujocoVectorEnv(env_name, num_envs, **kwargs)
-    if backend != "mjx":
-        raise ValueError(f"backend must be 'mjx' or 'mujoco', got {backend!r}")
-    return GymVectorEnv(env_name, num_envs, **kwargs)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import bcg_envs  # noqa: F401  (registers the ids)
+from bcg_envs.backends import make_vector_env
 from bcg_envs.gym import GymVectorEnv
 
 N = 3
@@ -67,8 +68,8 @@ def test_bad_actions_are_rejected_by_name(vec, actions, match):
 
 
 def test_step_before_reset_and_bad_num_envs():
-    v = bcg_envs.gym.make_vector_env("BoxPush-v0", 2)
+    v = make_vector_env("BoxPush-v0", 2)
     with pytest.raises(RuntimeError, match="call reset"):
         v.step(np.zeros((2, 2), np.float32))
     with pytest.raises(ValueError, match="num_envs must be an integer >= 1"):
-        bcg_envs.gym.make_vector_env("BoxPush-v0", 0)
+        make_vector_env("BoxPush-v0", 0)

@@ -12,7 +12,7 @@ from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 
-from bcg_envs.learners.stats import format_success, success_summary
+from bcg_envs.stats import format_success, success_summary
 
 Policy = Callable[[np.ndarray], np.ndarray]
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from bcg_envs.envs.evaluation import episode
 from bcg_envs.learners import shac
-from bcg_envs.learners.stats import success_summary
+from bcg_envs.stats import success_summary
 from bcg_envs.registry import short_name
 
 ALGOS = ("shac",)

@@ -30,7 +30,7 @@ def test_summary_table_from_synthetic_csv(tmp_path):
 
 
 def test_summary_table_reports_success_with_a_wilson_interval(tmp_path):
-    from bcg_envs.learners.stats import wilson_interval
+    from bcg_envs.stats import wilson_interval
 
     for seed, final in enumerate((0.5, 0.75)):
         compare.write_csv(tmp_path / f"sb3_ppo_seed{seed}.csv", [

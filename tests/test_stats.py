@@ -2,7 +2,7 @@
 
 import pytest
 
-from bcg_envs.learners.stats import format_success, success_summary, wilson_interval
+from bcg_envs.stats import format_success, success_summary, wilson_interval
 
 
 def test_wilson_interval_known_values_and_edges():
