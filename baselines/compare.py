@@ -35,7 +35,7 @@ from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
-from bcg_envs.learners.stats import format_success, wilson_interval
+from bcg_envs.stats import format_success, wilson_interval
 from bcg_envs.utils import single_cpu_client
 
 ALGORITHMS = ("sb3_ppo", "brax_ppo", "shac_exact", "shac_bcg", "brax_apg")
