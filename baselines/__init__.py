@@ -1,0 +1,19 @@
+"""Experiments run from the repository root (``python -m baselines.<script>``); not installed."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+from typing import Iterable, Sequence
+
+
+def append_csv(path: Path, fields: Sequence[str], rows: Iterable[dict]) -> None:
+    """Append ``rows`` to the CSV at ``path`` (header written when the file is new)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fresh = not path.exists()
+    with path.open("a", newline="") as f:
+        writer = csv.DictWriter(f, list(fields))
+        if fresh:
+            writer.writeheader()
+        writer.writerows(rows)

@@ -21,12 +21,13 @@ appends the rows to ``baselines/results/contact_events.csv``.
 from __future__ import annotations
 
 import argparse
-import csv
 import time
 from pathlib import Path
 from typing import Callable, Dict, List
 
 import numpy as np
+
+from baselines import append_csv
 
 RESULTS = Path(__file__).resolve().parent / "results" / "contact_events.csv"
 #: An event force above this (N) counts as contact.
@@ -131,14 +132,7 @@ def main(argv=None) -> List[Dict[str, object]]:
         print(table(new) + f"\n({env_id}: {time.perf_counter() - start:.0f} s)\n", flush=True)
         rows += new
     if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        fresh = not out.exists()
-        with open(out, "a", newline="") as f:
-            writer = csv.DictWriter(f, FIELDS)
-            if fresh:
-                writer.writeheader()
-            writer.writerows(rows)
+        append_csv(Path(args.out), FIELDS, rows)
     return rows
 
 

@@ -27,13 +27,14 @@ Rows go to ``baselines/results/friction_switches.csv`` (group quantiles) and
 from __future__ import annotations
 
 import argparse
-import csv
 import time
 from pathlib import Path
 from typing import Dict, List, Tuple
 
 import mujoco
 import numpy as np
+
+from baselines import append_csv
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TASKS = ("BoxPush-v0", "PlanarHand-v0")
@@ -191,16 +192,6 @@ def tables(group_rows: List[dict], top_rows: List[dict]) -> str:
     return "\n".join(lines)
 
 
-def _append(path: Path, fields, rows) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fresh = not path.exists()
-    with open(path, "a", newline="") as f:
-        writer = csv.DictWriter(f, fields)
-        if fresh:
-            writer.writeheader()
-        writer.writerows(rows)
-
-
 def main(argv=None) -> Tuple[List[dict], List[dict]]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -221,8 +212,8 @@ def main(argv=None) -> Tuple[List[dict], List[dict]]:
         print(tables(g, t) + f"\n({env_id}: {time.perf_counter() - start:.0f} s)\n", flush=True)
         groups, tops = groups + g, tops + t
     if args.out:
-        _append(Path(args.out) / "friction_switches.csv", GROUP_FIELDS, groups)
-        _append(Path(args.out) / "friction_switches_top.csv", TOP_FIELDS, tops)
+        append_csv(Path(args.out) / "friction_switches.csv", GROUP_FIELDS, groups)
+        append_csv(Path(args.out) / "friction_switches_top.csv", TOP_FIELDS, tops)
     return groups, tops
 
 

@@ -59,6 +59,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from baselines import append_csv
 from bcg_envs.utils import single_cpu_client
 
 ESTIMATORS = ("exact", "bundle", "zeroth", "bcg", "alpha")
@@ -540,13 +541,7 @@ def read_rows(out_dir: Path) -> List[dict]:
 
 
 def append_rows(rows: List[dict], out_dir: Path) -> None:
-    path = out_dir / CSV_NAME
-    new = not path.exists()
-    with path.open("a", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(COLUMNS))
-        if new:
-            writer.writeheader()
-        writer.writerows(rows)
+    append_csv(out_dir / CSV_NAME, COLUMNS, rows)
 
 
 def done_blocks(rows: Iterable[dict], starts: int, horizons: Sequence[int]) -> set:
