@@ -11,14 +11,14 @@ from baselines import gradient_variance as gv
 
 def test_simulation_counts_follow_the_estimators_cost_model():
     nx, nu, n = 10, 2, 10
-    assert gv.simulations_per_step("exact", nx, nu, n, 0.0) == 13
-    assert gv.simulations_per_step("bundle", nx, nu, n, 1.0) == 121
+    assert gv.simulations_per_step("exact", nx, nu, n, 0.0) == 3  # forward, recompute, VJP
+    assert gv.simulations_per_step("bundle", nx, nu, n, 1.0) == 21  # forward + 10 x (recompute, VJP)
     assert gv.simulations_per_step("zeroth", nx, nu, 24, 1.0) == 26
     assert gv.simulations_per_step("alpha", nx, nu, 24, 1.0) == 2 + 24 * 13
     # bcg costs exact off contact and the bundle on every bundled step.
-    assert gv.simulations_per_step("bcg", nx, nu, n, 0.0) == 13
-    assert gv.simulations_per_step("bcg", nx, nu, n, 1.0) == 121
-    assert gv.simulations_per_step("bcg", nx, nu, n, 0.5) == 67
+    assert gv.simulations_per_step("bcg", nx, nu, n, 0.0) == 3
+    assert gv.simulations_per_step("bcg", nx, nu, n, 1.0) == 21
+    assert gv.simulations_per_step("bcg", nx, nu, n, 0.5) == 12
 
 
 def test_variance_and_cosine_of_huge_float32_gradients_are_finite():
@@ -135,7 +135,7 @@ def test_sweep_appends_blocks_and_skips_them_when_restarted(tmp_path):
     assert float(by["0.02", "exact", "4"]["variance_ratio"]) == 1.0
     assert np.isclose(float(by["0.02", "bcg", "4"]["variance_ratio"]), 0.25)
     assert float(by["0.02", "bcg", "1"]["bundled_fraction"]) == 1.0
-    assert float(by["0.02", "exact", "4"]["sims_per_step"]) == 13
+    assert float(by["0.02", "exact", "4"]["sims_per_step"]) == 3
 
     # Restarted: nothing is measured again; a new estimator reuses the stored exact
     # gradients for its ratio and the stored reference.
