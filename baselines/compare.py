@@ -41,8 +41,8 @@ from bcg_envs.utils import single_cpu_client
 ALGORITHMS = ("sb3_ppo", "brax_ppo", "shac_exact", "shac_bcg", "brax_apg")
 #: Episodes per evaluation, the same for every algorithm (seeds ``EVAL_SEED`` onward).
 EVAL_EPISODES = 64
-#: First reset seed of the evaluation episodes: far from the training seeds, so no
-#: training episode is an evaluation episode.
+#: First reset seed of the evaluation episodes, far from the small integers the runs train
+#: with (``--seeds 0 1 2``), so evaluation episodes are not the training runs' first resets.
 EVAL_SEED = 1_000_000
 CSV_FIELDS = ("env_steps", "wall_clock", "eval_return", "eval_success", "eval_length", "eval_episodes")
 CONFIGS = Path(__file__).resolve().parent / "configs"

@@ -37,8 +37,11 @@ FIELDS = ("env", "policy", "group", "steps", "force_p50", "force_p90", "force_p9
           "rise_p99", "threshold", "bundled_force", "bundled_onset")
 
 
-def _policies(env_id: str, env) -> Dict[str, Callable[[int], Callable[[np.ndarray], np.ndarray]]]:
-    """Name -> factory of a fresh policy (observation -> action) for episode ``seed``."""
+def policies(env_id: str, env) -> Dict[str, Callable[[int], Callable[[np.ndarray], np.ndarray]]]:
+    """The task's measuring policies: name -> factory of a fresh policy (observation ->
+    action) for episode ``seed``. G1: the reference replay; BoxPush and PlanarHand: the
+    scripted controller and uniform random actions (PlanarHand also ``gentle``, a quarter
+    of the range)."""
     if env_id.startswith("G1"):
         from bcg_envs.envs.g1.sim2sim import reference_policy
 
@@ -59,6 +62,14 @@ def _policies(env_id: str, env) -> Dict[str, Callable[[int], Callable[[np.ndarra
     return policies
 
 
+def contact_group(force: float, force_before: float) -> str:
+    """``"onset"`` / ``"sustained"`` for a step with contact (event force ``force`` above
+    ``CONTACT_N``; ``force_before`` is the previous step's), ``"none"`` without."""
+    if force <= CONTACT_N:
+        return "none"
+    return "onset" if force_before <= CONTACT_N else "sustained"
+
+
 def measure(env_id: str, episodes: int, seed: int = 0) -> List[Dict[str, object]]:
     """Per policy and group, the force/rise quantiles and the bundled fractions."""
     import gymnasium as gym
@@ -70,7 +81,7 @@ def measure(env_id: str, episodes: int, seed: int = 0) -> List[Dict[str, object]
     threshold = float(env.unwrapped.jax_env.default_force_threshold)
     rows = []
     try:
-        for name, factory in _policies(env_id, env).items():
+        for name, factory in policies(env_id, env).items():
             groups: Dict[str, List[tuple]] = {"onset": [], "sustained": []}
             for ep in range(episodes):
                 policy = factory(seed + ep)
@@ -79,8 +90,9 @@ def measure(env_id: str, episodes: int, seed: int = 0) -> List[Dict[str, object]
                 while True:
                     obs, _, terminated, truncated, info = env.step(policy(obs))
                     force, rise = float(info["max_contact_force"]), float(info["max_contact_rise"])
-                    if force > CONTACT_N:
-                        groups["onset" if before <= CONTACT_N else "sustained"].append((force, rise))
+                    group = contact_group(force, before)
+                    if group != "none":
+                        groups[group].append((force, rise))
                     before = force
                     if terminated or truncated:
                         break

@@ -8,7 +8,8 @@ object slides and stays inside it while the object sticks. ``bcg`` triggers on c
 events only; this script measures whether the regime changes of dry friction need a trigger
 of their own.
 
-It runs each task's scripted controller and uniform random actions on the MuJoCo C backend
+It runs each task's measuring policies (``baselines.contact_events.policies``: the scripted
+controller, uniform random actions and, on PlanarHand, gentle ones) on the MuJoCo C backend
 and, per control step, takes ``grad_step(estimator="exact")`` (MuJoCo C: finite differences)
 and replays the step's substeps on a copy to see whether any frictionloss constraint changed
 regime (saturated <-> inside its limit). Steps are grouped as ``onset`` / ``sustained``
@@ -35,11 +36,13 @@ import mujoco
 import numpy as np
 
 from baselines import append_csv
+from baselines.contact_events import contact_group, policies
 
 RESULTS = Path(__file__).resolve().parent / "results"
 TASKS = ("BoxPush-v0", "PlanarHand-v0")
-#: An event force above this (N) counts as contact (as in ``baselines.contact_events``).
-CONTACT_N = 0.05
+#: What ``mj_getState`` saves of each step's start: positions, velocities, actuator
+#: states, controls and the solver's warm start.
+FULL_STATE = mujoco.mjtState.mjSTATE_INTEGRATION
 #: A frictionloss force within this fraction of its limit counts as saturated (sliding).
 SATURATED = 0.98
 GROUP_FIELDS = ("env", "policy", "group", "steps", "fd_norm_p50", "fd_norm_p90", "fd_norm_p99", "fd_norm_max")
@@ -101,19 +104,6 @@ def control_step_fd(model: mujoco.MjModel, start: mujoco.MjData, ctrl: np.ndarra
     return np.stack(columns, axis=1)
 
 
-def _policies(env_id: str, n_actions: int):
-    if env_id == "BoxPush-v0":
-        from bcg_envs.envs.box_push.scripted import scripted_push as scripted
-    else:
-        from bcg_envs.envs.planar_hand.scripted import scripted_rotate as scripted
-
-    def random(episode: int):
-        rng = np.random.default_rng(episode)
-        return lambda obs: rng.uniform(-1.0, 1.0, n_actions).astype(np.float32)
-
-    return {"scripted": lambda episode: scripted, "random": random}
-
-
 def measure(env_id: str, episodes: int, top: int, seed: int = 0) -> Tuple[List[dict], List[dict]]:
     """(group rows, re-evaluated top rows) for one task."""
     import gymnasium as gym
@@ -127,29 +117,32 @@ def measure(env_id: str, episodes: int, top: int, seed: int = 0) -> Tuple[List[d
     object_dofs = np.flatnonzero(model.dof_frictionloss > 0)
     group_rows, steps = [], []
     try:
-        for name, policy_for in _policies(env_id, env.action_space.shape[0]).items():
+        for name, policy_for in policies(env_id, env).items():
             norms: Dict[str, List[float]] = {"onset": [], "sustained": [], "friction_switch": [], "smooth": []}
             for ep in range(episodes):
-                policy = policy_for(ep)
+                policy = policy_for(seed + ep)
                 obs, _ = env.reset(seed=seed + ep)
-                before = 0.0
+                before = float("inf")
                 while True:
                     action = policy(obs)
                     start = mujoco.MjData(model)
                     mujoco.mj_copyData(start, model, c.data)
                     state = (c.data.qpos.copy(), c.data.qvel.copy())
                     out = env.unwrapped.grad_step(action, estimator="exact")
-                    switched = regime_changed(model, start, c.data.ctrl, substeps)
                     force = float(out.info["max_contact_force"])
-                    if force > CONTACT_N:
-                        group = "onset" if before <= CONTACT_N else "sustained"
-                    else:
+                    group = contact_group(force, before)
+                    if group == "none":
+                        switched = regime_changed(model, start, c.data.ctrl, substeps)
                         group = "friction_switch" if switched else "smooth"
                     norm = float(np.linalg.norm(out.jacobians.A))
                     norms[group].append(norm)
+                    # The full simulator state (warm start included), not the MjData: a
+                    # few hundred bytes per step, rebuilt only for the re-evaluated steps.
+                    full = np.empty(mujoco.mj_stateSize(model, FULL_STATE))
+                    mujoco.mj_getState(model, start, full, FULL_STATE)
                     steps.append({"policy": name, "group": group, "contact_force": force, "fd_norm": norm,
                                   "object_speed": float(np.linalg.norm(state[1][object_dofs])),
-                                  "state": state, "action": np.asarray(action), "start": start,
+                                  "state": state, "action": np.asarray(action), "full_state": full,
                                   "ctrl": c.data.ctrl.copy()})
                     before = force
                     obs = out.observation
@@ -165,7 +158,9 @@ def measure(env_id: str, episodes: int, top: int, seed: int = 0) -> Tuple[List[d
         if top:
             mjx_env.reset(seed=seed)
         for s in sorted(steps, key=lambda s: -s["fd_norm"])[:top]:
-            fd = {f"fd_norm_eps{e:g}": float(np.linalg.norm(control_step_fd(model, s["start"], s["ctrl"], substeps, e)))
+            start = mujoco.MjData(model)
+            mujoco.mj_setState(model, start, s["full_state"], FULL_STATE)
+            fd = {f"fd_norm_eps{e:g}": float(np.linalg.norm(control_step_fd(model, start, s["ctrl"], substeps, e)))
                   for e in FD_STEPS}
             j.set_state(*s["state"])
             mjx = float(np.linalg.norm(j.grad_step(s["action"], estimator="exact").jacobians.A))

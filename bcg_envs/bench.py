@@ -32,6 +32,21 @@ def _seconds(fn) -> float:
     return time.perf_counter() - t0
 
 
+def _vmapped_rollout(jax_env, actions):
+    """Jitted ``states -> final observations`` of a batched rollout under ``actions``
+    (steps, envs, action size), no gradient: the forward cost the ratios divide by."""
+    import jax
+
+    @jax.jit
+    def rollout(states):
+        def body(s, a):
+            return jax.vmap(jax_env.step)(s, a), None
+
+        return jax.lax.scan(body, states, actions)[0].obs
+
+    return rollout
+
+
 def run(
     env_id: str = "BoxPush-v0", num_envs: int = 64, steps: int = 20, repeats: int = 20, estimators=ESTIMATORS
 ) -> Dict[str, float]:
@@ -62,12 +77,7 @@ def run(
     states = jax.jit(jax.vmap(jax_env.reset))(keys)
     actions = jnp.zeros((steps, num_envs, jax_env.action_size))
 
-    @jax.jit
-    def env_rollout(s):
-        def body(s, a):
-            return jax.vmap(jax_env.step)(s, a), None
-
-        return jax.lax.scan(body, s, actions)[0].obs
+    env_rollout = _vmapped_rollout(jax_env, actions)
 
     ctrl = jnp.zeros((steps, num_envs, physics.mj_model.nu))
 
@@ -134,24 +144,21 @@ def rollout_gradients(
             stepper = env.stepper(estimator, bundle, backward=backward)
 
             def ret(acts, state, stepper=stepper):
+                """(return, fraction of steps bundled): the fraction rides along as aux."""
                 def body(s, a):
                     s = env.step_with(stepper, s, a)
-                    return s, s.reward
+                    return s, (s.reward, s.info["bundled"])
 
-                return jnp.sum(jax.lax.scan(body, state, acts)[1])
+                rewards, bundled = jax.lax.scan(body, state, acts)[1]
+                return jnp.sum(rewards), jnp.mean(bundled.astype(jnp.float32))
 
-            def bundled(acts, state, stepper=stepper):
-                def body(s, a):
-                    s = env.step_with(stepper, s, a)
-                    return s, s.info["bundled"]
-
-                return jnp.mean(jax.lax.scan(body, state, acts)[1].astype(jnp.float32))
-
-            grad = jax.jit(jax.vmap(jax.grad(ret)))
-            if forward is None:
-                forward = jax.jit(jax.vmap(ret))
-                jax.block_until_ready(forward(actions, states))
-            compile_s = _seconds(lambda: jax.block_until_ready(grad(actions, states)))
+            grad = jax.jit(jax.vmap(jax.grad(ret, has_aux=True)))
+            if forward is None:  # the same physics for every estimator: one forward program
+                forward = jax.jit(jax.vmap(lambda acts, state, ret=ret: ret(acts, state)[0]))
+            jax.block_until_ready(forward(actions, states))  # (re)compiled after clear_caches
+            t0 = time.perf_counter()
+            _, bundled = jax.block_until_ready(grad(actions, states))
+            compile_s = time.perf_counter() - t0
             # Interleaved, so that both medians see the same load on a shared machine.
             times = [
                 (_seconds(lambda: jax.block_until_ready(grad(actions, states))),
@@ -168,7 +175,7 @@ def rollout_gradients(
                     "forward_ms": 1e3 * fwd_s,
                     "ratio": grad_s / fwd_s,
                     "peak_rss_gb": peak_rss_gb(),
-                    "bundled": float(jnp.mean(jax.jit(jax.vmap(bundled))(actions, states))),
+                    "bundled": float(jnp.mean(bundled)),
                 }
             )
             jax.clear_caches()  # compiled programs hold memory maps; keep the process small
@@ -236,13 +243,7 @@ def shac_iterations(
         states = jax.jit(jax.vmap(env.reset))(jax.random.split(jax.random.PRNGKey(0), num_envs))
         actions = jnp.zeros((horizon, num_envs, env.action_size))
 
-        @jax.jit
-        def rollout(s):
-            def body(s, a):
-                return jax.vmap(env.step)(s, a), None
-
-            return jax.lax.scan(body, s, actions)[0].obs
-
+        rollout = _vmapped_rollout(env, actions)
         jax.block_until_ready(rollout(states))
         forward_s = _median_seconds(lambda: jax.block_until_ready(rollout(states)), 5)
         rows.append({"estimator": estimator, "compile_s": float(per_iter[0] - iteration_s),

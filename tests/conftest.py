@@ -21,18 +21,20 @@ import pytest  # noqa: E402
 
 
 #: The longest test files (compile-bound), longest first (per-file totals of a fresh-clone
-#: CI run in session 6: 460, 420, 320, 260, 260, 190, 170, 165, 120 s), so that `pytest -n 2
-#: --dist loadfile` (scripts/test.sh) starts them early on separate workers, not last.
+#: `scripts/test.sh` run: 465, 319, 309, 260, 242, 238, 225, 208, 199, 163, 152 s), so that
+#: `pytest -n 2 --dist loadfile` starts them early on separate workers, not last.
 HEAVY_FIRST = (
-    "tests/baselines/test_compare.py",
-    "tests/envs/planar_hand/test_hand.py",
-    "tests/learners/test_shac.py",
-    "tests/envs/g1/test_tracking.py",
     "tests/gradients/test_differentiable_step.py",
-    "tests/test_mujoco_backend.py",
-    "tests/test_jax_api.py",
+    "tests/envs/planar_hand/test_hand.py",
+    "tests/gradients/test_branch_rollouts.py",
+    "tests/baselines/test_compare.py",
+    "tests/learners/test_shac.py",
+    "tests/physics/test_penalty_contact.py",
     "tests/baselines/test_gradient_variance.py",
+    "tests/test_mujoco_backend.py",
+    "tests/envs/g1/test_tracking.py",
     "tests/envs/box_push/test_box_push.py",
+    "tests/test_jax_api.py",
 )
 
 
@@ -73,3 +75,52 @@ class _NoSpaceWarnings:
 def no_space_warnings():
     """``with no_space_warnings(): check_env(env)`` (shared by the env_checker tests)."""
     return _NoSpaceWarnings
+
+
+@pytest.fixture(scope="session")
+def make_toy_env(tmp_path_factory):
+    """``make_toy_env(xml, ctrl_dt=..., initial_state=..., force_threshold=..., **env_kwargs)``:
+    an ``MjxEnv`` of a test model with trivial task hooks. The observation is (qpos, qvel),
+    the reward ``qpos[0]``, actions are the controls, and it never terminates or succeeds.
+    ``initial_state(key) -> (qpos, qvel)``."""
+    from bcg_envs.envs.base import MjxEnv
+
+    def make(xml: str, *, ctrl_dt: float, initial_state, force_threshold: float, **env_kwargs):
+        path = tmp_path_factory.mktemp("toy") / "model.xml"
+        path.write_text(xml)
+
+        class Toy(MjxEnv):
+            xml_path = path
+            default_force_threshold = force_threshold
+
+            @staticmethod
+            def default_config():
+                return {"ctrl_dt": ctrl_dt, "episode_length": 50, "reward_weights": {"position": 1.0}}
+
+            def initial_state(self, key):
+                return (*initial_state(key), {})
+
+            def observe(self, data, info):
+                import jax.numpy as jnp
+
+                return jnp.concatenate([data.qpos, data.qvel])
+
+            def reward_terms(self, prev, action, data, info):
+                return {"position": data.qpos[0]}
+
+            def terminated(self, data, info):
+                import jax.numpy as jnp
+
+                return jnp.zeros((), bool)
+
+            def success(self, data, info):
+                import jax.numpy as jnp
+
+                return jnp.zeros((), bool)
+
+            def action_to_ctrl(self, action):
+                return action
+
+        return Toy(**env_kwargs)
+
+    return make

@@ -42,7 +42,7 @@ class BundleConfig:
         ``frictionloss``) changing between stick and slip is not a trigger: MJX's exact
         step Jacobian there stays at the smooth steps' value (measured by
         ``python -m baselines.friction_switches``; the large norms finite differences
-        show at those steps change by up to 2,700x with the difference step).
+        show at those steps change by orders of magnitude with the difference step).
       horizon: the paper's H, control steps of a ``bcg`` branch rollout. At a trigger the
         B perturbed branches are rolled H steps under the nominal actions and the rollout
         gradient (``jax.grad``, SHAC) through the window is the mean over valid branches of

@@ -19,7 +19,6 @@ import numpy as np
 import pytest
 
 from bcg_envs import BundleConfig
-from bcg_envs.envs.base import MjxEnv
 
 BALL_XML = """<mujoco>
   <option timestep="0.002" gravity="0 0 0" integrator="implicitfast"/>
@@ -57,37 +56,9 @@ def smoothed(p):
 
 
 @pytest.fixture(scope="module")
-def derivatives(tmp_path_factory):
-    path = tmp_path_factory.mktemp("ball") / "ball_wall.xml"
-    path.write_text(BALL_XML)
-
-    class BallWall(MjxEnv):
-        xml_path = path
-        default_force_threshold = 0.0
-
-        @staticmethod
-        def default_config():
-            return {"ctrl_dt": H, "episode_length": 10, "reward_weights": {"x": 1.0}}
-
-        def initial_state(self, key):
-            return jnp.zeros(1), jnp.full(1, V), {}
-
-        def observe(self, data, info):
-            return jnp.concatenate([data.qpos, data.qvel])
-
-        def reward_terms(self, prev, action, data, info):
-            return {"x": data.qpos[0]}
-
-        def terminated(self, data, info):
-            return jnp.zeros((), bool)
-
-        def success(self, data, info):
-            return jnp.zeros((), bool)
-
-        def action_to_ctrl(self, action):
-            return action
-
-    env = BallWall(estimator="exact", contact_model="penalty", kappa=KAPPA)
+def derivatives(make_toy_env):
+    env = make_toy_env(BALL_XML, ctrl_dt=H, initial_state=lambda key: (jnp.zeros(1), jnp.full(1, V)),
+                       force_threshold=0.0, estimator="exact", contact_model="penalty", kappa=KAPPA)
     cfg = BundleConfig(num_samples=SAMPLES, state_sigma=(SIGMA, 0.0), force_threshold=0.0)
 
     def dvdx(x0, estimator):

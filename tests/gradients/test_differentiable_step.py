@@ -188,47 +188,20 @@ FREE_BODY_XML = """
 
 
 @pytest.fixture(scope="module")
-def free_body_env(tmp_path_factory):
+def free_body_env(make_toy_env):
     """A box on a free joint (quaternion qpos, as G1's floating base) resting on a floor,
     with one motor-driven arm: the cheap model for the tangent-chart checks."""
-    from bcg_envs.envs.base import MjxEnv
 
-    path = tmp_path_factory.mktemp("free") / "free_body.xml"
-    path.write_text(FREE_BODY_XML)
+    def initial_state(key):
+        k1, k2 = jax.random.split(key)
+        axis = jax.random.normal(k1, (3,))
+        angle = 0.2 * jax.random.uniform(k2, ())
+        quat = jnp.concatenate([jnp.cos(angle / 2)[None], jnp.sin(angle / 2) * axis / jnp.linalg.norm(axis)])
+        qpos = jnp.concatenate([jnp.array([0.0, 0.0, 0.052]), quat, jnp.zeros(1)])
+        return qpos, 0.3 * jax.random.normal(jax.random.fold_in(key, 1), (7,))
 
-    class FreeBody(MjxEnv):
-        xml_path = path
-        default_force_threshold = 2.0
-
-        @staticmethod
-        def default_config():
-            return {"ctrl_dt": 0.02, "episode_length": 50, "reward_weights": {"height": 1.0}}
-
-        def initial_state(self, key):
-            k1, k2 = jax.random.split(key)
-            axis = jax.random.normal(k1, (3,))
-            angle = 0.2 * jax.random.uniform(k2, ())
-            quat = jnp.concatenate([jnp.cos(angle / 2)[None], jnp.sin(angle / 2) * axis / jnp.linalg.norm(axis)])
-            qpos = jnp.concatenate([jnp.array([0.0, 0.0, 0.052]), quat, jnp.zeros(1)])
-            qvel = 0.3 * jax.random.normal(jax.random.fold_in(key, 1), (7,))
-            return qpos, qvel, {}
-
-        def observe(self, data, info):
-            return jnp.concatenate([data.qpos, data.qvel])
-
-        def reward_terms(self, prev, action, data, info):
-            return {"height": data.qpos[2]}
-
-        def terminated(self, data, info):
-            return jnp.zeros((), bool)
-
-        def success(self, data, info):
-            return jnp.zeros((), bool)
-
-        def action_to_ctrl(self, action):
-            return action
-
-    return FreeBody(estimator="exact")
+    return make_toy_env(FREE_BODY_XML, ctrl_dt=0.02, initial_state=initial_state, force_threshold=2.0,
+                        estimator="exact")
 
 
 @pytest.mark.parametrize("estimator", ["exact", pytest.param("bcg", marks=pytest.mark.slow)])
