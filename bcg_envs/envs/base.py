@@ -17,6 +17,7 @@ from typing import Any, Dict, NamedTuple, Optional, Tuple
 import jax
 import jax.numpy as jnp
 import mujoco
+import numpy as np
 from flax import struct
 from mujoco import mjx
 
@@ -29,6 +30,21 @@ from bcg_envs.physics.simulator import CONTACT_MODELS, MAX_QVEL, ContactStiffnes
 #: present only in the states of an env whose estimator rolls branches (``bcg`` with
 #: ``horizon > 1``; the MuJoCo C backend does not roll branches and never has them).
 BRANCH_INFO = ("bundle_branches", "bundle_branch_valid")
+
+#: Info entries every state carries besides ``rng`` and the task's own, as ``name: (dtype,
+#: value at reset)``. Both physics backends start episodes from this one table.
+STEP_INFO: Dict[str, Tuple[Any, Any]] = {
+    "step": (np.int32, 0),
+    "bundle_window": (np.int32, 0),
+    "bundled": (np.bool_, False),
+    "sim_diverged": (np.bool_, False),
+    "truncated": (np.bool_, False),
+    "max_contact_force": (np.float32, 0.0),
+    "max_contact_rise": (np.float32, 0.0),
+    "bundle_dropped": (np.int32, 0),
+    "bundle_alpha": (np.float32, 1.0),
+    "is_success": (np.bool_, False),
+}
 
 
 @struct.dataclass
@@ -256,16 +272,7 @@ class MjxEnv(abc.ABC):
         data = refresh(self.physics, data)
         info = {
             "rng": rng,
-            "step": jnp.zeros((), jnp.int32),
-            "bundle_window": jnp.zeros((), jnp.int32),
-            "bundled": jnp.zeros((), bool),
-            "sim_diverged": jnp.zeros((), bool),
-            "truncated": jnp.zeros((), bool),
-            "max_contact_force": jnp.zeros((), jnp.float32),
-            "max_contact_rise": jnp.zeros((), jnp.float32),
-            "bundle_dropped": jnp.zeros((), jnp.int32),
-            "bundle_alpha": jnp.ones((), jnp.float32),
-            "is_success": jnp.zeros((), bool),
+            **{k: jnp.asarray(value, dtype) for k, (dtype, value) in STEP_INFO.items()},
             **task_info,
         }
         stepper = self.stepper()

@@ -11,8 +11,8 @@ import numpy as np
 from mujoco import mjx
 
 from bcg_envs.mujoco_backend.envs import MujocoGymEnv, MujocoVectorEnv
-from bcg_envs.mujoco_backend.jacobians import _Transition
-from bcg_envs.mujoco_backend.simulation import FD_EPS, _FULL, _Shared
+from bcg_envs.mujoco_backend.jacobians import Transition
+from bcg_envs.mujoco_backend.simulation import FD_EPS, FULL_STATE, TaskModel
 
 
 def _timeit(fn: Callable[[], Any], number: int, repeat: int = 5) -> float:
@@ -28,7 +28,7 @@ def _timeit(fn: Callable[[], Any], number: int, repeat: int = 5) -> float:
     return best
 
 
-def _transition_fd(shared: _Shared, d0: mujoco.MjData, ctrl: np.ndarray, eps: float = FD_EPS):
+def _transition_fd(shared: TaskModel, d0: mujoco.MjData, ctrl: np.ndarray, eps: float = FD_EPS):
     """(A, B) of the control step by ``mjd_transitionFD`` per substep, composed."""
     m, nx, nu = shared.model, shared.nx, shared.nu
     d = mujoco.MjData(m)
@@ -117,7 +117,7 @@ def benchmark(env_name: str = "BoxPush-v0", steps: int = 200, num_envs: int = 16
         a = np.array([0.8, 0.0], np.float32)
     s = env._shared
     start = np.zeros(s.nstate)
-    mujoco.mj_getState(s.model, d, start, _FULL)
+    mujoco.mj_getState(s.model, d, start, FULL_STATE)
     d0 = mujoco.MjData(s.model)
     mujoco.mj_copyData(d0, s.model, d)
     dn = mujoco.MjData(s.model)
@@ -125,7 +125,7 @@ def benchmark(env_name: str = "BoxPush-v0", steps: int = 200, num_envs: int = 16
     dn.ctrl[:] = s.action_map(a)
     for _ in range(s.n_substeps):
         mujoco.mj_step(s.model, dn)
-    f = _Transition(s, start, d.qacc_warmstart.copy(), a.astype(np.float64), np.concatenate([dn.qpos, dn.qvel, dn.act]))
+    f = Transition(s, start, d.qacc_warmstart.copy(), a.astype(np.float64), np.concatenate([dn.qpos, dn.qvel, dn.act]))
     zx, zu = np.zeros((1, s.nx)), np.zeros((1, s.nu))
     A1, B1 = (x[0] for x in f.jacobians_at(zx, zu))
     A2, B2 = _transition_fd(s, d0, s.action_map(a))

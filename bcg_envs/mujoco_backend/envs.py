@@ -11,8 +11,8 @@ import numpy as np
 
 from bcg_envs.envs.base import MAX_QVEL, Jacobians, MjxEnv
 from bcg_envs.gradients.config import BundleConfig, check_estimator
-from bcg_envs.mujoco_backend.jacobians import _Stepper
-from bcg_envs.mujoco_backend.simulation import _FULL, ContactLog, _Core, _Shared
+from bcg_envs.mujoco_backend.jacobians import Stepper
+from bcg_envs.mujoco_backend.simulation import FULL_STATE, ContactLog, EnvCore, TaskModel
 from bcg_envs.gym import GradStepResult, TaskEnv, check_action, set_vector_spaces
 
 
@@ -29,10 +29,10 @@ class MujocoGymEnv(TaskEnv):
     def __init__(self, env_name: str, *, render_mode: Optional[str] = None, width: int = 320, height: int = 240,
                  **env_kwargs: Any) -> None:
         self._started = False
-        self._shared = _Shared(env_name, env_kwargs)
+        self._shared = TaskModel(env_name, env_kwargs)
         self._setup(env_name, self._shared.jax_env, render_mode, width, height)
-        self._core = _Core(self._shared)
-        self._stepper = _Stepper(self._shared)
+        self._core = EnvCore(self._shared)
+        self._stepper = Stepper(self._shared)
 
     @property
     def model(self) -> mujoco.MjModel:
@@ -105,13 +105,13 @@ class MujocoVectorEnv(gymnasium.vector.VectorEnv):
         if render_mode is not None:
             raise ValueError("MujocoVectorEnv does not render; use render_mode=None")
         self.env_name = env_name
-        self._shared = _Shared(env_name, env_kwargs)
+        self._shared = TaskModel(env_name, env_kwargs)
         self.jax_env: MjxEnv = self._shared.jax_env
         self.num_envs = num_envs
         self.render_mode = None
         set_vector_spaces(self, self.jax_env, num_envs)
-        self._cores = [_Core(self._shared) for _ in range(num_envs)]
-        self._stepper = _Stepper(self._shared)
+        self._cores = [EnvCore(self._shared) for _ in range(num_envs)]
+        self._stepper = Stepper(self._shared)
         self._started = False
 
     @property
@@ -158,7 +158,7 @@ class MujocoVectorEnv(gymnasium.vector.VectorEnv):
         starts = np.empty((n, s.nstate))
         warm = np.empty((n, s.nv))
         for i, core in enumerate(self._cores):
-            mujoco.mj_getState(m, core.d, starts[i], _FULL)
+            mujoco.mj_getState(m, core.d, starts[i], FULL_STATE)
             warm[i] = core.d.qacc_warmstart
         rolled = s.run_rollout(starts, ctrl, warm)
         # A rollout stops advancing time where MuJoCo reset a diverging state.
@@ -179,7 +179,7 @@ class MujocoVectorEnv(gymnasium.vector.VectorEnv):
                 log = core.replay(ctrl[i], rolled[i], starts[i], warm[i])
             trig, window = core.trigger(est, cfg, log)
             if mean and trig and not diverged[i]:
-                self._stepper._mean(core, starts[i], warm[i], u[i], est, cfg, log, self._stepper.rng(core, cfg))
+                self._stepper.mean_forward(core, starts[i], warm[i], u[i], est, cfg, log, self._stepper.rng(core, cfg))
             prev = core.finish(bool(diverged[i]), log, trig, window, clipped[i])
             fv[i], iv[i] = p.pack(prev, clipped[i], core.leaves, core.info)
         obs, reward, done, metrics, updates = p.unpack(p(fv, iv, batched=True))

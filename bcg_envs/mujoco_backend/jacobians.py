@@ -13,17 +13,17 @@ from bcg_envs.envs.base import Jacobians
 from bcg_envs.gradients.config import BundleConfig, check_estimator, samples_for
 from bcg_envs.gradients.estimators import alpha_order_combine
 from bcg_envs.gradients.perturbations import floating_base_dofs
-from bcg_envs.mujoco_backend.simulation import FD_EPS, KIN_FD_EPS, _FULL, ContactLog, _Core, _Shared
+from bcg_envs.mujoco_backend.simulation import FD_EPS, KIN_FD_EPS, FULL_STATE, ContactLog, EnvCore, TaskModel
 
 
 # ======================================================================================
 # Finite-difference Jacobians
 # ======================================================================================
-class _Transition:
+class Transition:
     """``f(dx, du)`` of one control step from a saved state, batched through ``Rollout``:
     the tangent offset of the next state from ``ref`` (the nominal next state)."""
 
-    def __init__(self, shared: _Shared, state: np.ndarray, warmstart: np.ndarray, action: np.ndarray, ref: np.ndarray):
+    def __init__(self, shared: TaskModel, state: np.ndarray, warmstart: np.ndarray, action: np.ndarray, ref: np.ndarray):
         self.s = shared
         self.state, self.warmstart, self.action = state, warmstart, action
         self.qpos, self.qvel, self.act = (x.copy() for x in shared.state_parts(state))
@@ -89,7 +89,7 @@ def _least_squares(w, dy, valid, scale):
     return (sol / scale[:, None]).T
 
 
-def _global_sigma(s: _Shared, cfg: BundleConfig, zeroth: bool) -> np.ndarray:
+def _global_sigma(s: TaskModel, cfg: BundleConfig, zeroth: bool) -> np.ndarray:
     """``bcg_envs.gradients.perturbations.global_sigma`` in NumPy."""
     pos, vel = cfg.state_sigma
     act = pos if zeroth else 0.0
@@ -98,7 +98,7 @@ def _global_sigma(s: _Shared, cfg: BundleConfig, zeroth: bool) -> np.ndarray:
 
 
 def _sample(rng: np.random.Generator, draw: Callable[[], Tuple[np.ndarray, np.ndarray]], cfg: BundleConfig):
-    """``cfg.num_samples`` offsets (resolved by ``_Stepper.config``), +/- pairs if antithetic."""
+    """``cfg.num_samples`` offsets (resolved by ``Stepper.config``), +/- pairs if antithetic."""
     n = cfg.num_samples // 2 if cfg.antithetic else cfg.num_samples
     pairs = [draw() for _ in range(n)]
     dx = np.stack([p[0] for p in pairs])
@@ -108,11 +108,11 @@ def _sample(rng: np.random.Generator, draw: Callable[[], Tuple[np.ndarray, np.nd
     return dx, du
 
 
-def _contact_sampler(core: _Core, log: ContactLog, cfg: BundleConfig, rng: np.random.Generator):
+def _contact_sampler(core: EnvCore, log: ContactLog, cfg: BundleConfig, rng: np.random.Generator):
     """Contact-local offsets (``bcg_envs.gradients.perturbations.contact_sampler``) with the
     contact Jacobian from ``mj_jac`` at the step's start state."""
     s = core.s
-    m, d0 = s.model, core._prev_d
+    m, d0 = s.model, core.prev_data
     contacts = list(log.best.values())
     events = log.pressing(cfg)
     pressing = [c for c in contacts if c[3] in events]
@@ -145,7 +145,7 @@ def _contact_sampler(core: _Core, log: ContactLog, cfg: BundleConfig, rng: np.ra
     return draw
 
 
-def _estimate(core: _Core, f: _Transition, estimator: str, cfg: BundleConfig, log: ContactLog, trigger: bool,
+def _estimate(core: EnvCore, f: Transition, estimator: str, cfg: BundleConfig, log: ContactLog, trigger: bool,
               rng: np.random.Generator):
     """(A, B, bundle_dropped, alpha) of one step, as ``DifferentiableStep._jacobians``."""
     s = core.s
@@ -188,7 +188,7 @@ def _estimate(core: _Core, f: _Transition, estimator: str, cfg: BundleConfig, lo
 # ======================================================================================
 # Stepping (shared by the single and vector envs)
 # ======================================================================================
-def _physics(core: _Core, action: np.ndarray, estimator: str, cfg: BundleConfig, rolled=None, keep_start=False):
+def _physics(core: EnvCore, action: np.ndarray, estimator: str, cfg: BundleConfig, rolled=None, keep_start=False):
     """Advance ``core.d`` by one control step (MuJoCo C), not yet refreshed or reverted.
 
     Returns (clipped action, physics action (``MjxEnv.physics_action`` of the clipped
@@ -203,7 +203,7 @@ def _physics(core: _Core, action: np.ndarray, estimator: str, cfg: BundleConfig,
     start = warm = None
     if keep_start or rolled is not None:
         start = np.zeros(s.nstate)
-        mujoco.mj_getState(s.model, core.d, start, _FULL)
+        mujoco.mj_getState(s.model, core.d, start, FULL_STATE)
         warm = core.d.qacc_warmstart.copy()
     if rolled is None:
         log = core.substeps(ctrl)
@@ -216,7 +216,7 @@ def _physics(core: _Core, action: np.ndarray, estimator: str, cfg: BundleConfig,
     return clipped, u, log, trig, window, diverged, (start, warm)
 
 
-def _mean_forward(core: _Core, f: _Transition, estimator: str, cfg: BundleConfig, log: ContactLog, rng) -> None:
+def _mean_forward(core: EnvCore, f: Transition, estimator: str, cfg: BundleConfig, log: ContactLog, rng) -> None:
     """``BundleConfig.forward == "mean"``: move the next state by the mean branch offset."""
     s = core.s
     if estimator == "bcg":
@@ -238,10 +238,10 @@ def _mean_forward(core: _Core, f: _Transition, estimator: str, cfg: BundleConfig
         d.act[:] = d.act + mean[2 * s.nv :]
 
 
-class _Stepper:
+class Stepper:
     """``step``/``grad_step`` of one core (the single env, and the vector env's grad_step)."""
 
-    def __init__(self, shared: _Shared):
+    def __init__(self, shared: TaskModel):
         self.s = shared
         env = shared.jax_env
         self.default_estimator = env.estimator
@@ -260,45 +260,46 @@ class _Stepper:
             self._configs[key] = dataclasses.replace(cfg, num_samples=n, allow_underdetermined=True)
         return self._configs[key]
 
-    def rng(self, core: _Core, cfg: BundleConfig) -> np.random.Generator:
+    def rng(self, core: EnvCore, cfg: BundleConfig) -> np.random.Generator:
         """The step's perturbation generator: seeded by ``BundleConfig.seed``, the episode
         (drawn from the env's seed at reset) and the step count."""
         return np.random.default_rng([cfg.seed, core.episode, int(core.info["step"])])
 
-    def step(self, core: _Core, action: np.ndarray):
+    def step(self, core: EnvCore, action: np.ndarray):
         est = self.default_estimator
         cfg = self.config(None, est)
         mean = cfg.forward == "mean" and est != "exact"
         clipped, u, log, trig, window, diverged, (start, warm) = _physics(core, action, est, cfg, keep_start=mean)
         if mean and trig and not diverged:
-            self._mean(core, start, warm, u, est, cfg, log, self.rng(core, cfg))
+            self.mean_forward(core, start, warm, u, est, cfg, log, self.rng(core, cfg))
         prev = core.finish(diverged, log, trig, window, clipped)
         out = core.evaluate(prev, clipped, core.leaves, core.info)
         return core.outputs(out)
 
-    def _mean(self, core, start, warm, u, est, cfg, log, rng):
+    def mean_forward(self, core: EnvCore, start: np.ndarray, warm: np.ndarray, u: np.ndarray, est: str, cfg: BundleConfig,
+                     log: ContactLog, rng: np.random.Generator) -> None:
         """``forward="mean"``: branches from the step's start under the physics action ``u``."""
         s = self.s
         ref = np.concatenate([core.d.qpos, core.d.qvel, core.d.act])
-        f = _Transition(s, start, warm, u.astype(np.float64), ref)
+        f = Transition(s, start, warm, u.astype(np.float64), ref)
         self._load_prev(core, start, warm)
         _mean_forward(core, f, est, cfg, log, rng)
 
-    def _load_prev(self, core: _Core, start, warm) -> None:
-        """``core._prev_d``: the step's start state with kinematics (for contact Jacobians)."""
-        m, d0 = self.s.model, core._prev_d
-        mujoco.mj_setState(m, d0, start, _FULL)
+    def _load_prev(self, core: EnvCore, start, warm) -> None:
+        """``core.prev_data``: the step's start state with kinematics (for contact Jacobians)."""
+        m, d0 = self.s.model, core.prev_data
+        mujoco.mj_setState(m, d0, start, FULL_STATE)
         mujoco.mj_kinematics(m, d0)
         mujoco.mj_comPos(m, d0)
 
-    def grad_step(self, core: _Core, action: np.ndarray, estimator: Optional[str], bundle: Optional[BundleConfig]):
+    def grad_step(self, core: EnvCore, action: np.ndarray, estimator: Optional[str], bundle: Optional[BundleConfig]):
         s = self.s
         est = check_estimator(estimator or self.default_estimator)
         cfg = self.config(bundle, est)
         rng = self.rng(core, cfg)
         action = np.asarray(action, np.float32)
-        mujoco.mj_copyData(core._prev_d, s.model, core.d)  # start state, refreshed kinematics
-        prev_snapshot = core._prev_d
+        mujoco.mj_copyData(core.prev_data, s.model, core.d)  # start state, refreshed kinematics
+        prev_snapshot = core.prev_data
         info_before = dict(core.info)
         clipped, u, log, trig, window, diverged, (start, warm) = _physics(core, action, est, cfg, keep_start=True)
         nx, nu = s.nx, s.nu
@@ -311,7 +312,7 @@ class _Stepper:
             core.info["bundle_alpha"] = 1.0
             return res, jac
         ref = np.concatenate([core.d.qpos, core.d.qvel, core.d.act])
-        f = _Transition(s, start, warm, u.astype(np.float64), ref)
+        f = Transition(s, start, warm, u.astype(np.float64), ref)
         if cfg.forward == "mean" and est != "exact" and trig:
             # The same branches as the Jacobians below (a generator with the same seed).
             _mean_forward(core, f, est, cfg, log, self.rng(core, cfg))
@@ -328,7 +329,7 @@ class _Stepper:
         jac = Jacobians(A, B, r_x, r_a, C)
         return result, jac
 
-    def _task_jacobians(self, core: _Core, d0: mujoco.MjData, action: np.ndarray, A, B):
+    def _task_jacobians(self, core: EnvCore, d0: mujoco.MjData, action: np.ndarray, A, B):
         """r_x = g0 + A^T g1, r_a = ga + B^T g1 and C = d obs / d x1 (as ``MjxEnv.grad_step``).
 
         The task functions see a state only through the ``mjx.Data`` leaves they read, so
@@ -350,7 +351,7 @@ class _Stepper:
 
         def leaf_jacobian(base: mujoco.MjData, which: str) -> np.ndarray:
             """d fvec / d x (nf, nx) through the leaves of ``which`` ("prev" / "data")."""
-            scratch = core._scratch
+            scratch = core.scratch_data
             mujoco.mj_copyData(scratch, m, base)
             q0, v0, a0 = base.qpos.copy(), base.qvel.copy(), base.act.copy()
             cols = []

@@ -12,9 +12,9 @@ import mujoco
 import numpy as np
 from mujoco import rollout as mj_rollout
 
-from bcg_envs.envs.base import MAX_QVEL, MjxEnv
+from bcg_envs.envs.base import MAX_QVEL, STEP_INFO, MjxEnv
 from bcg_envs.gradients.config import BundleConfig
-from bcg_envs.mujoco_backend.task_program import _TaskProgram
+from bcg_envs.mujoco_backend.task_program import TaskProgram
 from bcg_envs.registry import make_jax
 
 
@@ -24,8 +24,10 @@ FD_EPS = 1e-6
 #: Step of the central differences of the C kinematics behind r_x and C.
 KIN_FD_EPS = 1e-6
 
-_FULL = mujoco.mjtState.mjSTATE_FULLPHYSICS
-_INTEGRATION = mujoco.mjtState.mjSTATE_INTEGRATION
+#: State signatures of ``mj_getState``: everything a step depends on (rollout starts), and
+#: what integration changes (restoring a step's start).
+FULL_STATE = mujoco.mjtState.mjSTATE_FULLPHYSICS
+INTEGRATION_STATE = mujoco.mjtState.mjSTATE_INTEGRATION
 _BAD = sorted(int(w) for w in (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL))
 assert _BAD == list(range(_BAD[0], _BAD[0] + 3))
 _BAD_SLICE = slice(_BAD[0], _BAD[0] + 3)
@@ -210,7 +212,7 @@ class _Tangent:
 # ======================================================================================
 # One environment on MuJoCo C
 # ======================================================================================
-class _Shared:
+class TaskModel:
     """Everything the environments of one task share: model, program, maps, threads."""
 
     def __init__(self, env_name: str, env_kwargs: Dict[str, Any], nthread: Optional[int] = None):
@@ -226,13 +228,13 @@ class _Shared:
         self.n_substeps = int(env.physics.n_substeps)
         self.nq, self.nv, self.na, self.nu = int(m.nq), int(m.nv), int(m.na), int(m.nu)
         self.nx = 2 * self.nv + self.na
-        self.program = _TaskProgram(env, m)
+        self.program = TaskProgram(env, m)
         self.action_map = _ActionMap(env, self.nu)
         self.physics_action = PhysicsAction(env)
         self.tangent = _Tangent(m)
-        self.nstate = mujoco.mj_stateSize(m, _FULL)
-        self.nint = mujoco.mj_stateSize(m, _INTEGRATION)
-        below = lambda bit: mujoco.mj_stateSize(m, int(_FULL) & (int(bit) - 1))
+        self.nstate = mujoco.mj_stateSize(m, FULL_STATE)
+        self.nint = mujoco.mj_stateSize(m, INTEGRATION_STATE)
+        below = lambda bit: mujoco.mj_stateSize(m, int(FULL_STATE) & (int(bit) - 1))
         S = mujoco.mjtState
         self.off_qpos, self.off_qvel, self.off_act = below(S.mjSTATE_QPOS), below(S.mjSTATE_QVEL), below(S.mjSTATE_ACT)
         self.nthread = _default_threads() if nthread is None else nthread
@@ -243,9 +245,9 @@ class _Shared:
         self.body_of_geom = np.asarray(m.geom_bodyid)
         self.metric_keys = self.program.metric_keys
         self.episode_length = int(env.episode_length)
-        self.info_dtypes = {k: dt for k, (_, dt) in self.program._info_avals.items()}
+        self.info_dtypes = {k: dt for k, (_, dt) in self.program.info_avals.items()}
         self.info_dtypes.update({k: np.float32 for k in self.metric_keys})
-        self.info_dtypes.update(bundle_dropped=np.int32, bundle_alpha=np.float32)
+        self.info_dtypes.update({k: STEP_INFO[k][0] for k in ("bundle_dropped", "bundle_alpha")})
 
     def _reset(self, key):
         rng, k = jax.random.split(key)
@@ -271,24 +273,23 @@ class _Shared:
 
     def new_info(self, task_info: Dict[str, np.ndarray]) -> Dict[str, Any]:
         """Host-side task info (Python scalars, NumPy arrays), the keys of ``state_from``."""
-        info = {"step": 0, "bundle_window": 0, "bundled": False, "sim_diverged": False, "truncated": False,
-                "max_contact_force": 0.0, "max_contact_rise": 0.0, "bundle_dropped": 0, "bundle_alpha": 1.0, "is_success": False}
+        info: Dict[str, Any] = {k: value for k, (_, value) in STEP_INFO.items()}
         for k, v in task_info.items():
             v = np.asarray(v)
             info[k] = v.item() if v.ndim == 0 else v
         return info
 
 
-class _Core:
+class EnvCore:
     """One environment: a C ``MjData``, its task info and its last reward metrics."""
 
-    def __init__(self, shared: _Shared):
+    def __init__(self, shared: TaskModel):
         self.s = shared
         m = shared.model
         self.d = mujoco.MjData(m)
         self._snap = np.zeros(shared.nint)
-        self._prev_d = mujoco.MjData(m)
-        self._scratch = mujoco.MjData(m)
+        self.prev_data = mujoco.MjData(m)
+        self.scratch_data = mujoco.MjData(m)
         self.info: Optional[Dict[str, Any]] = None
         self.metrics: Dict[str, np.float32] = {}
         self.leaves: Dict[int, np.ndarray] = {}
@@ -332,7 +333,7 @@ class _Core:
 
     # ----- physics ------------------------------------------------------------------------
     def begin(self) -> None:
-        mujoco.mj_getState(self.s.model, self.d, self._snap, _INTEGRATION)
+        mujoco.mj_getState(self.s.model, self.d, self._snap, INTEGRATION_STATE)
         self._warn = self.d.warning.number[_BAD_SLICE].tolist()
 
     def substeps(self, ctrl: np.ndarray) -> ContactLog:
@@ -362,7 +363,7 @@ class _Core:
         warm = warmstart
         last = s.n_substeps - 1
         for k in range(s.n_substeps):
-            mujoco.mj_setState(m, d, start if k == 0 else states[k - 1], _FULL)
+            mujoco.mj_setState(m, d, start if k == 0 else states[k - 1], FULL_STATE)
             if k < last:
                 mujoco.mj_kinematics(m, d)
                 mujoco.mj_collision(m, d)
@@ -373,7 +374,7 @@ class _Core:
             log.record(m, d)
             warm = d.qacc.copy()
         # d holds the last substep's forward pass; move it to the rolled-out end state.
-        mujoco.mj_setState(m, d, states[-1], _FULL)
+        mujoco.mj_setState(m, d, states[-1], FULL_STATE)
         d.qacc_warmstart[:] = warm
         return log
 
@@ -390,7 +391,7 @@ class _Core:
         m, d = self.s.model, self.d
         prev = self.leaves
         if diverged:
-            mujoco.mj_setState(m, d, self._snap, _INTEGRATION)
+            mujoco.mj_setState(m, d, self._snap, INTEGRATION_STATE)
             mujoco.mj_forward(m, d)
             d.warning.number[_BAD_SLICE] = self._warn
         else:

@@ -11,12 +11,11 @@ import mujoco
 import numpy as np
 from mujoco import mjx
 
-from bcg_envs.envs.base import BRANCH_INFO, MjxEnv
+from bcg_envs.envs.base import BRANCH_INFO, STEP_INFO, MjxEnv
 from bcg_envs.gym import OBS_BOUND
 
 #: Info entries ``MjxEnv.state_from`` creates (the rest are the task's own).
-_BASE_INFO = ("rng", "step", "bundle_window", "bundled", "sim_diverged", "truncated", "max_contact_force",
-              "max_contact_rise", "bundle_dropped", "bundle_alpha", "is_success")
+_BASE_INFO = ("rng", *STEP_INFO)
 
 #: 1-D constraint arrays that ``mjx.put_data`` reorders into MJX's efc layout.
 _EFC_1D = ("efc_pos", "efc_margin", "efc_frictionloss", "efc_D", "efc_aref", "efc_force")
@@ -108,7 +107,7 @@ class _ContactLayout:
         return out
 
 
-class _TaskProgram:
+class TaskProgram:
     """``(prev, action, data, info) -> (obs, reward, done, success, weighted terms, task
     info)``, jitted once.
 
@@ -131,7 +130,7 @@ class _TaskProgram:
         self._avals = [(tuple(x.shape), np.dtype(x.dtype)) for _, x in flat]
         info_spec = jax.eval_shape(jax_env.reset, jax.random.PRNGKey(0)).info
         self.info_keys = [k for k in info_spec if k != "rng" and k not in BRANCH_INFO]
-        self._info_avals = {k: (tuple(info_spec[k].shape), np.dtype(info_spec[k].dtype)) for k in self.info_keys}
+        self.info_avals = {k: (tuple(info_spec[k].shape), np.dtype(info_spec[k].dtype)) for k in self.info_keys}
         self.metric_keys = [f"reward/{k}" for k in jax_env.config["reward_weights"]]
         updates = type(jax_env).update_info is not MjxEnv.update_info
         self.task_info_keys = [k for k in self.info_keys if k not in _BASE_INFO] if updates else []
@@ -141,7 +140,7 @@ class _TaskProgram:
         # Which leaves do the task functions read?
         n = len(self._paths)
         specs = [jax.ShapeDtypeStruct(s, t) for s, t in self._avals]
-        info_specs = {k: jax.ShapeDtypeStruct(*self._info_avals[k]) for k in self.info_keys}
+        info_specs = {k: jax.ShapeDtypeStruct(*self.info_avals[k]) for k in self.info_keys}
         closed = jax.make_jaxpr(self._task)(specs, jax.ShapeDtypeStruct((self.nu,), np.float32), specs, info_specs)
         live = _live_inputs(closed.jaxpr)
         info_order = sorted(self.info_keys)  # dict flattening order
@@ -161,7 +160,7 @@ class _TaskProgram:
         entries.append(("action", None, (self.nu,), False))
         entries += [("data", i, self.leaves[i].shape, self.leaves[i].integer) for i in self.data_used]
         for k in self.info_used:
-            shape, dtype = self._info_avals[k]
+            shape, dtype = self.info_avals[k]
             entries.append(("info", k, shape, not np.issubdtype(dtype, np.floating)))
         self._entries = []
         nf = ni = 0
@@ -177,7 +176,7 @@ class _TaskProgram:
         groups = {"prev": 0, "data": 1, "info": 2, "action": 3}
         # flat: entries of more than one axis are raveled when packed
         self._slots = [(groups[g], k, integer, off, off + size, len(shape) > 1) for g, k, shape, integer, off, size in self._entries]
-        self._task_info_sizes = [int(np.prod(self._info_avals[k][0], dtype=np.int64)) for k in self.task_info_keys]
+        self._task_info_sizes = [int(np.prod(self.info_avals[k][0], dtype=np.int64)) for k in self.task_info_keys]
         self.nout = self.nobs + 3 + len(self.metric_keys) + sum(self._task_info_sizes)
         self._fns: Dict[tuple, Callable] = {}
 
@@ -217,7 +216,7 @@ class _TaskProgram:
 
         info = {}
         for k in self.info_keys:
-            shape, dtype = self._info_avals[k]
+            shape, dtype = self.info_avals[k]
             if k in leaves["info"]:
                 v = leaves["info"][k]
                 info[k] = v.astype(dtype) if not np.issubdtype(dtype, np.floating) else v
@@ -306,7 +305,7 @@ class _TaskProgram:
         updates: Dict[str, Any] = {}
         off = self.nobs + 3 + nm
         for k, size in zip(self.task_info_keys, self._task_info_sizes):
-            shape, dtype = self._info_avals[k]
+            shape, dtype = self.info_avals[k]
             v = out[..., off : off + size].astype(dtype)
             updates[k] = v.reshape(out.shape[:-1] + shape)
             off += size
