@@ -27,66 +27,12 @@ from mujoco import mjx
 from bcg_envs.envs.base import MjxEnv
 from bcg_envs.envs.g1 import constants as C
 from bcg_envs.envs.g1 import motions
+from bcg_envs.envs.g1.quaternions import quat_normalize, quat_rotate_inverse
 from bcg_envs.gradients.config import BundleConfig
 
 #: Default bundle of the G1 tasks: the base's Cartesian 1 cm / 2 cm/s, B = 10, and the
 #: paper's horizon H = 2 control steps (the force threshold comes from ``G1Env``).
 G1_BUNDLE = BundleConfig(horizon=2)
-
-
-# --------------------------------------------------------------------------------------
-# Quaternions (MuJoCo order w, x, y, z), smooth JAX versions.
-# --------------------------------------------------------------------------------------
-
-
-def quat_normalize(q: jax.Array) -> jax.Array:
-    return q / jnp.sqrt(jnp.sum(q**2, axis=-1, keepdims=True) + 1e-12)
-
-
-def quat_conj(q: jax.Array) -> jax.Array:
-    return q * jnp.array([1.0, -1.0, -1.0, -1.0], dtype=q.dtype)
-
-
-def quat_mul(a: jax.Array, b: jax.Array) -> jax.Array:
-    aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
-    bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
-    return jnp.stack(
-        [
-            aw * bw - ax * bx - ay * by - az * bz,
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-        ],
-        axis=-1,
-    )
-
-
-def quat_rotate(q: jax.Array, v: jax.Array) -> jax.Array:
-    """R(q) v for a unit quaternion q (w, x, y, z)."""
-    w, u = q[..., :1], q[..., 1:]
-    t = 2.0 * jnp.cross(u, v)
-    return v + w * t + jnp.cross(u, t)
-
-
-def quat_rotate_inverse(q: jax.Array, v: jax.Array) -> jax.Array:
-    """R(q)^T v: a world vector in the frame of q."""
-    return quat_rotate(quat_conj(q), v)
-
-
-def quat_to_6d(q: jax.Array) -> jax.Array:
-    """First two columns of R(q), a continuous 6-number rotation encoding."""
-    ex = quat_rotate(q, jnp.array([1.0, 0.0, 0.0], q.dtype))
-    ey = quat_rotate(q, jnp.array([0.0, 1.0, 0.0], q.dtype))
-    return jnp.concatenate([ex, ey], axis=-1)
-
-
-def quat_error(q: jax.Array, q_ref: jax.Array) -> jax.Array:
-    """1 - <q, q_ref>^2 = sin^2(theta / 2), theta the angle between the rotations.
-
-    Smooth everywhere (no square root or absolute value) and 0 for q = +-q_ref.
-    """
-    dot = jnp.sum(quat_normalize(q) * quat_normalize(q_ref), axis=-1)
-    return 1.0 - dot**2
 
 
 # --------------------------------------------------------------------------------------
@@ -96,6 +42,7 @@ def quat_error(q: jax.Array, q_ref: jax.Array) -> jax.Array:
 
 
 def root_quat(data: mjx.Data) -> jax.Array:
+    """Unit pelvis quaternion (w, x, y, z) from the free joint's qpos."""
     return quat_normalize(data.qpos[3:7])
 
 
@@ -115,10 +62,12 @@ def body_angvel(data: mjx.Data) -> jax.Array:
 
 
 def joint_pos(data: mjx.Data) -> jax.Array:
+    """The 29 joint angles (rad), ``constants.JOINT_NAMES`` order."""
     return data.qpos[7:]
 
 
 def joint_vel(data: mjx.Data) -> jax.Array:
+    """The 29 joint velocities (rad/s), ``constants.JOINT_NAMES`` order."""
     return data.qvel[6:]
 
 
@@ -263,13 +212,8 @@ class ReferenceMotion:
 
         lin_world = interp(clip.root_lin_vel())
         ang_world = interp(clip.root_ang_vel())
-        quat_xyzw = clip.root_quat_at(t)
-        # World angular velocity -> pelvis frame: R^T w, with R of the (interpolated) quaternion.
-        ang_local = np.empty_like(ang_world)
-        for k in range(n):
-            mat = np.zeros(9)
-            mujoco.mju_quat2Mat(mat, motions.xyzw_to_wxyz(quat_xyzw[k]))
-            ang_local[k] = mat.reshape(3, 3).T @ ang_world[k]
+        # World angular velocity -> pelvis frame: R^T w, R of the interpolated root quaternion.
+        ang_local = quat_rotate_inverse(qpos[:, 3:7], ang_world)
         qvel = np.concatenate([lin_world, ang_local, interp(clip.joint_vel())], axis=1)
 
         data = mujoco.MjData(model)
@@ -312,12 +256,5 @@ __all__ = [
     "joint_pos",
     "joint_vel",
     "max_deviation_from_default",
-    "quat_conj",
-    "quat_error",
-    "quat_mul",
-    "quat_normalize",
-    "quat_rotate",
-    "quat_rotate_inverse",
-    "quat_to_6d",
     "root_quat",
 ]

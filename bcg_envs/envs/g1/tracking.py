@@ -69,13 +69,15 @@ from bcg_envs.envs.g1.base import (
     joint_pos,
     joint_vel,
     max_deviation_from_default,
+    root_quat,
+)
+from bcg_envs.envs.g1.quaternions import (
     quat_conj,
     quat_error,
     quat_mul,
     quat_normalize,
     quat_rotate_inverse,
     quat_to_6d,
-    root_quat,
 )
 
 
