@@ -43,7 +43,7 @@ def policies(env_id: str, env) -> Dict[str, Callable[[int], Callable[[np.ndarray
     scripted controller and uniform random actions (PlanarHand also ``gentle``, a quarter
     of the range)."""
     if env_id.startswith("G1"):
-        from bcg_envs.envs.g1.sim2sim import reference_policy
+        from bcg_envs.envs.g1.scripted import reference_policy
 
         return {"replay": lambda seed: reference_policy(env)}
     if env_id == "BoxPush-v0":

@@ -211,14 +211,20 @@ class GymEnv(TaskEnv):
         width: int = 320,
         height: int = 240,
         backend: str = "mjx",
+        jax_env: Optional[MjxEnv] = None,
         **env_kwargs: Any,
     ) -> None:
+        """``jax_env``: wrap this already-built JAX env of ``env_name`` instead of making
+        one from ``env_kwargs``."""
         if backend not in ("mjx", "mujoco"):
             raise ValueError(f"backend must be 'mjx' or 'mujoco', got {backend!r}")
         if backend == "mujoco":
             raise ValueError("GymEnv is the MJX backend; use gym.make(id, backend='mujoco')")
+        if jax_env is not None and env_kwargs:
+            raise ValueError(f"give either jax_env or env keyword arguments, not both (got {sorted(env_kwargs)})")
         self._state = None
-        self._setup(env_name, make_jax(env_name, **env_kwargs), render_mode, width, height)
+        self._setup(env_name, jax_env if jax_env is not None else make_jax(env_name, **env_kwargs), render_mode, width,
+                    height)
         self._fns = _Jitted(self.jax_env, batched=False)
 
     # ----- Gymnasium API ----------------------------------------------------------------

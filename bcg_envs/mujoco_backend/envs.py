@@ -27,9 +27,11 @@ class MujocoGymEnv(TaskEnv):
     """
 
     def __init__(self, env_name: str, *, render_mode: Optional[str] = None, width: int = 320, height: int = 240,
-                 **env_kwargs: Any) -> None:
+                 jax_env: Optional[MjxEnv] = None, **env_kwargs: Any) -> None:
+        """``jax_env``: simulate this already-built JAX env of ``env_name`` (its config,
+        contact stiffness, timestep) instead of making one from ``env_kwargs``."""
         self._started = False
-        self._shared = TaskModel(env_name, env_kwargs)
+        self._shared = TaskModel(env_name, env_kwargs, jax_env=jax_env)
         self._setup(env_name, self._shared.jax_env, render_mode, width, height)
         self._core = EnvCore(self._shared)
         self._stepper = Stepper(self._shared)

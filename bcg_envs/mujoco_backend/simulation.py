@@ -215,13 +215,19 @@ class _Tangent:
 class TaskModel:
     """Everything the environments of one task share: model, program, maps, threads."""
 
-    def __init__(self, env_name: str, env_kwargs: Dict[str, Any], nthread: Optional[int] = None):
-        if env_kwargs.get("contact_model", "mujoco") != "mujoco":
+    def __init__(self, env_name: str, env_kwargs: Dict[str, Any], nthread: Optional[int] = None,
+                 jax_env: Optional[MjxEnv] = None):
+        """``jax_env``: an already-built JAX env of ``env_name`` to simulate (then
+        ``env_kwargs`` must be empty); by default one is made from ``env_kwargs``."""
+        if jax_env is not None and env_kwargs:
+            raise ValueError(f"give either jax_env or env keyword arguments, not both (got {sorted(env_kwargs)})")
+        contact_model = jax_env.contact_model if jax_env is not None else env_kwargs.get("contact_model", "mujoco")
+        if contact_model != "mujoco":
             raise ValueError(
-                f"contact_model={env_kwargs['contact_model']!r} runs on the MJX backend only "
+                f"contact_model={contact_model!r} runs on the MJX backend only "
                 "(backend='mjx'); MuJoCo C simulates contact_model='mujoco'"
             )
-        self.jax_env: MjxEnv = make_jax(env_name, **env_kwargs)
+        self.jax_env: MjxEnv = jax_env if jax_env is not None else make_jax(env_name, **env_kwargs)
         env = self.jax_env
         self.model: mujoco.MjModel = env.mj_model
         m = self.model

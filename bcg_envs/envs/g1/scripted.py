@@ -3,7 +3,7 @@
 ``python -m bcg_envs.envs.g1.scripted [--env G1Squat-v0 ...] [--episodes 20]
 [--fixed-start]`` runs, per clip and seeds 0, 1, ...:
 
-* ``replay``: PD targets at the next reference joint pose (``sim2sim.reference_policy``),
+* ``replay``: PD targets at the next reference joint pose (``reference_policy``),
   the open-loop scripted tracker;
 * ``hold``: PD targets at the default standing pose;
 * ``freeze``: PD targets frozen at the episode's start pose (doing nothing);
@@ -19,14 +19,62 @@ defined by its PD targets, which are the same in either action mode.
 from __future__ import annotations
 
 import argparse
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Union
 
 import numpy as np
 
-from bcg_envs.envs.g1.sim2sim import hold_pose_policy, reference_policy
-
 CLIPS = ("G1Squat-v0", "G1Jump-v0", "G1Kick-v0")
 POLICIES = ("replay", "hold", "freeze", "escape+", "escape-")
+
+Policy = Callable[[np.ndarray], Any]
+
+
+def hold_pose_policy(env: Union[int, Any] = 29) -> Policy:
+    """PD targets at the default standing pose ("doing nothing" from a standing start).
+
+    ``env``: the action size (absolute actions: action 0) or a G1 tracking env, whose
+    residual mode needs the observation (``-(reference pose - default) / residual_scale``,
+    clipped to [-1, 1], so the default pose is reached only within the residual range).
+    """
+    if isinstance(env, int):
+        zero = np.zeros(env, np.float32)
+        return lambda obs: zero
+    env = getattr(env, "unwrapped", env)
+    env = getattr(env, "jax_env", env)
+    zero = np.zeros(env.action_size, np.float32)
+    if env.residual_scale is None:
+        return lambda obs: zero
+    sl = env.observation_layout()["ref1_joint_pos"]
+    scale = np.asarray(env.residual_scale)
+    return lambda obs: np.clip(-np.asarray(obs)[sl] / scale, -1.0, 1.0).astype(np.float32)
+
+
+def reference_policy(env: Any) -> Policy:
+    """The scripted tracker: PD targets at the next reference joint pose (open loop).
+
+    Residual mode: action 0. Absolute mode: ``(reference - default) / action_scale``, read
+    from the observation's ``ref1_joint_pos`` (reachable: the scale covers the clip).
+    """
+    env = getattr(env, "unwrapped", env)
+    env = getattr(env, "jax_env", env)
+    zero = np.zeros(env.action_size, np.float32)
+    if env.residual_scale is not None:
+        return lambda obs: zero
+    sl = env.observation_layout()["ref1_joint_pos"]
+    scale = np.asarray(env.action_scale)
+    return lambda obs: np.clip(np.asarray(obs)[sl] / scale, -1.0, 1.0).astype(np.float32)
+
+
+def episode_summary(final_info: Dict[str, Any]) -> Dict[str, Any]:
+    """Reported units of the G1 per-episode metrics from the last step's ``info`` of each
+    episode (arrays over episodes of ``G1Track.episode_metrics``): ``tracking_error_cm``
+    and ``joint_error_rad`` (means over episodes), ``falls`` and ``completed`` (counts)."""
+    return {
+        "tracking_error_cm": 100.0 * float(np.mean(final_info["tracking_error"])),
+        "joint_error_rad": float(np.mean(final_info["joint_error"])),
+        "falls": int(np.sum(final_info["fell"])),
+        "completed": int(np.sum(final_info["clip_completed"])),
+    }
 
 
 def _policy_factory(name: str, env) -> Callable[[np.ndarray], Callable[[np.ndarray], np.ndarray]]:

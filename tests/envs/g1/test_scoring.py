@@ -13,7 +13,7 @@ import pytest
 from mujoco import mjx
 
 import bcg_envs  # noqa: F401  (registers the ids)
-from bcg_envs.envs.g1.sim2sim import episode_summary, hold_pose_policy, reference_policy
+from bcg_envs.envs.g1.scripted import episode_summary, hold_pose_policy, reference_policy
 from bcg_envs.envs.g1.tracking import G1Squat
 
 

@@ -18,7 +18,8 @@ from bcg_envs import BundleConfig
 from bcg_envs.envs.g1 import constants as C
 from bcg_envs.envs.g1 import motions
 from bcg_envs.envs.g1.base import ReferenceMotion, max_deviation_from_default
-from bcg_envs.envs.g1.sim2sim import format_sim_to_sim, hold_pose_policy, reference_policy, sim_to_sim
+from bcg_envs.envs.g1.scripted import hold_pose_policy, reference_policy
+from bcg_envs.sim2sim import format_sim_to_sim, sim_to_sim
 from bcg_envs.envs.g1.tracking import G1Squat, G1Track
 
 slow = pytest.mark.slow  # minutes of G1 compile: run with BCG_SLOW=1 (tests/conftest.py)
