@@ -68,7 +68,7 @@ _RUNNER_ARGS = {
     "brax_ppo": {"environment", "num_timesteps", "episode_length", "num_evals", "seed", "progress_fn", "policy_params_fn",
                  "run_evals"},
     "shac": {"environment", "estimator", "num_timesteps", "total_steps", "seed", "num_evals", "num_eval_envs",
-             "progress_fn", "progress_bar", "policy_params_fn", "run_evals"},
+             "progress_fn", "progress_bar", "policy_params_fn", "run_evals", "program_cache"},
     "brax_apg": {"environment", "policy_updates", "episode_length", "num_evals", "num_eval_envs", "seed", "progress_fn"},
 }
 #: Keys a runner reads itself (not passed on) and keys it cannot run without.
@@ -248,9 +248,15 @@ def run_brax_apg(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> L
 
 
 def _run_shac(estimator: str):
+    programs = None  # this runner's shac.ProgramCache: seeds after the first reuse its compiled
+    # programs (the same env from _jax_env, the same architecture) instead of tracing again
+
     def run(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> List[Row]:
+        nonlocal programs
         from bcg_envs.learners import shac
 
+        if programs is None:
+            programs = shac.ProgramCache(maxsize=1)
         env = _jax_env(env_id, estimator)
         recorder = Recorder(env_id)
         params = dict(cfg["shac"])
@@ -258,7 +264,7 @@ def _run_shac(estimator: str):
         params["critic_hidden"] = tuple(params["critic_hidden"])
         shac.train(env, num_timesteps=steps, seed=seed, num_evals=evals + 1, run_evals=False,
                    policy_params_fn=lambda step, make_policy, p: recorder.record(step, jax_policy(make_policy, p)),
-                   progress_bar=False, **params)
+                   progress_bar=False, program_cache=programs, **params)
         return recorder.rows
 
     return run

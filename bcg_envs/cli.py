@@ -62,6 +62,7 @@ _TRAIN_RESERVED = {
     "seed": "--seed",
     "progress_fn": "(a Python callable, not settable here)",
     "devices": "(JAX devices, not settable here)",
+    "program_cache": "(a Python object, not settable here)",
 }
 DEFAULT_TRAIN_STEPS = 200_000
 

@@ -28,7 +28,7 @@ HEAVY_FIRST = (
     "tests/envs/planar_hand/test_hand.py",
     "tests/gradients/test_branch_rollouts.py",
     "tests/baselines/test_compare.py",
-    "tests/learners/test_shac.py",
+    "tests/learners/shac/test_train.py",
     "tests/physics/test_penalty_contact.py",
     "tests/baselines/test_gradient_variance.py",
     "tests/test_mujoco_backend.py",

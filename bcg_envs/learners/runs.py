@@ -49,7 +49,7 @@ TASK_DEFAULTS: Dict[str, Dict[str, Any]] = {
 }
 
 #: ``shac.train`` arguments not recorded in config.json (the budget is ``steps``).
-_NOT_SAVED = ("progress_fn", "num_timesteps", "total_steps", "devices")
+_NOT_SAVED = ("progress_fn", "num_timesteps", "total_steps", "devices", "program_cache")
 
 #: Learner settings that shape the policy network (needed to rebuild it).
 _POLICY_KEYS = ("actor_hidden", "activation", "layer_norm", "normalize_observations")
@@ -260,7 +260,7 @@ def sim_to_sim_run(
 ) -> Dict[str, Any]:
     """Transfer check of a run's deterministic policy from MJX to MuJoCo C.
 
-    G1 tracking runs get ``bcg_envs.envs.g1.sim2sim.sim_to_sim``: for both simulators the
+    G1 tracking runs get ``bcg_envs.sim2sim.sim_to_sim``: for both simulators the
     success rate, falls, clips completed, mean key-body position error (cm), mean joint
     error (rad) and foot penetration, plus ``table`` (``format_sim_to_sim``); any other env
     gets ``evaluate_run`` in both simulators side by side (``{"mjx": ..., "mujoco": ...}``).
@@ -268,7 +268,7 @@ def sim_to_sim_run(
     config, params, make_policy = load_run(run_dir)
     env_id = config["env_id"]
     if short_name(env_id).startswith("G1"):
-        from bcg_envs.envs.g1.sim2sim import format_sim_to_sim, sim_to_sim
+        from bcg_envs.sim2sim import format_sim_to_sim, sim_to_sim
 
         policy = jax.jit(make_policy(params, deterministic=True))
         key = jax.random.PRNGKey(seed)

@@ -82,7 +82,7 @@ def test_bad_config_is_rejected_before_any_run(tmp_path, edit, message):
 
 
 #: Each run is a 2-8 minute XLA compile on 2 cores. SHAC exact also trains in
-#: tests/learners/test_shac.py; it and Brax APG run here with BCG_SLOW=1.
+#: tests/learners/shac/test_train.py; it and Brax APG run here with BCG_SLOW=1.
 _SLOW = ("shac_exact", "brax_apg")
 
 

@@ -21,7 +21,7 @@ exp(-(1 - cos yaw error) / 0.05), ``reach`` max(0, 1 - |box - pusher| / 50 cm), 
 (1 on a successful step) and ``ctrl`` (1 - |a|^2 / 2, effort saved). The distance terms
 are linear (a constant pull at any distance) and ``progress`` rewards pushing toward the
 goal: exponential distance terms alone left SHAC with almost no signal at this task's
-distances (``tests/learners/test_shac.py``). Why escaping cannot pay: the episode ends when
+distances (``tests/learners/shac/test_train.py``). Why escaping cannot pay: the episode ends when
 the box leaves the table (or the simulation diverges, a step that pays 0), and no step
 pays less than 0, so ending early only forfeits the remaining steps' reward. Over 20
 seeds (MuJoCo C): full force through the box ends the episode in ~17 steps with a return

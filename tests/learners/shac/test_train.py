@@ -1,13 +1,17 @@
-"""SHAC learner: learning on BoxPush, exact resume, multi-device sharding, NaN gradients.
+"""SHAC training (``bcg_envs.learners.shac.train``): learning on BoxPush, exact resume,
+multi-device sharding, NaN gradients, and the run folders of ``learners.runs``.
 
 Compiles dominate the cost on CPU, so the BoxPush tests share one configuration
-(``BOXPUSH``): the trainer caches its compiled iteration per (env, architecture) and the
-scalar hyper-parameters and budget are runtime arguments, so every BoxPush test after
-the first reuses the same compiled function.
+(``BOXPUSH``) and one ``shac.ProgramCache`` (``programs``): the scalar
+hyper-parameters and budget are runtime arguments of the compiled iteration, so every
+BoxPush test after the first reuses the same compiled function. The ``runs`` end-to-end
+test lives here, not in a ``test_runs.py``, for that reason: in another file it could run
+on the other xdist worker (``--dist loadfile``) and compile the BoxPush program again.
 """
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import subprocess
@@ -20,7 +24,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bcg_envs.envs.base import State
 from bcg_envs.learners import runs, shac
 
 
@@ -49,40 +52,13 @@ def boxpush():
     return shac.make_env("BoxPush-v0")
 
 
-# ----- a cheap pure-JAX test double ---------------------------------------------------------
-class PointMass:
-    """A 2-D point mass pushed toward a random goal: smooth, pure JAX, compiles in seconds."""
-
-    episode_length = 40
-    observation_size = 6
-    action_size = 2
-
-    def reset(self, rng):
-        rng, k1, k2 = jax.random.split(rng, 3)
-        data = {"pos": jax.random.uniform(k1, (2,), minval=-1.0, maxval=1.0), "vel": jnp.zeros(2)}
-        info = {
-            "rng": rng,
-            "step": jnp.zeros((), jnp.int32),
-            "truncated": jnp.zeros((), bool),
-            "goal": jax.random.uniform(k2, (2,), minval=-1.0, maxval=1.0),
-        }
-        return State(data, self._obs(data, info), jnp.zeros(()), jnp.zeros(()), {}, info)
-
-    def _obs(self, data, info):
-        return jnp.concatenate([data["pos"], data["vel"], info["goal"] - data["pos"]])
-
-    def step(self, state, action):
-        action = jnp.clip(action, -1.0, 1.0)
-        vel = state.data["vel"] + 0.2 * action
-        data = {"pos": state.data["pos"] + 0.05 * vel, "vel": vel}
-        info = dict(state.info)
-        info.update(rng=jax.random.split(state.info["rng"])[0], step=state.info["step"] + 1)
-        info["truncated"] = info["step"] >= self.episode_length
-        reward = -jnp.sqrt(jnp.sum((info["goal"] - data["pos"]) ** 2) + 1e-6) - 0.01 * jnp.sum(action**2)
-        done = jnp.any(jnp.abs(data["pos"]) > 2.0).astype(jnp.float32)
-        return state.replace(data=data, obs=self._obs(data, info), reward=reward, done=done, info=info)
+@pytest.fixture(scope="module")
+def programs():
+    """The compiled programs the BoxPush tests share (see module docstring)."""
+    return shac.ProgramCache()
 
 
+# ----- a test double whose backward pass is NaN at some steps ---------------------------------
 @jax.custom_vjp
 def _poison(action, flag):
     return action
@@ -119,7 +95,7 @@ class NaNGradient:
 
 
 # ----- tests --------------------------------------------------------------------------------
-def test_boxpush_learns(boxpush):
+def test_boxpush_learns(boxpush, programs):
     history = []
     t0 = time.time()
     make_policy, params, metrics = shac.train(
@@ -128,6 +104,7 @@ def test_boxpush_learns(boxpush):
         num_evals=2,
         seed=0,
         progress_fn=lambda step, m: history.append((step, m["eval/episode_reward"])),
+        program_cache=programs,
         **BOXPUSH,
     )
     initial, final = history[0][1], history[-1][1]
@@ -141,8 +118,8 @@ def test_boxpush_learns(boxpush):
     assert action.shape == (3, boxpush.action_size) and bool(jnp.all(jnp.abs(action) <= 1.0))
 
 
-def test_resume_matches_uninterrupted(boxpush, tmp_path):
-    kw = dict(BOXPUSH, num_timesteps=4 * ITER_STEPS, num_evals=0, seed=3, checkpoint_every=2)
+def test_resume_matches_uninterrupted(boxpush, programs, tmp_path):
+    kw = dict(BOXPUSH, num_timesteps=4 * ITER_STEPS, num_evals=0, seed=3, checkpoint_every=2, program_cache=programs)
     _, full, m_full = shac.train(boxpush, checkpoint_dir=tmp_path / "a", log_dir=tmp_path / "a", **kw)
     assert sorted(p.name for p in (tmp_path / "a").glob("shac_*.msgpack")) == [
         "shac_00000002.msgpack",
@@ -165,11 +142,14 @@ _SHARDED_SCRIPT = textwrap.dedent(
     import jax, numpy as np
     from bcg_envs.utils import single_cpu_client
     single_cpu_client()  # as tests/conftest.py does (the batched-kernel deadlock workaround)
-    spec = importlib.util.spec_from_file_location("shac_test_module", sys.argv[1])
-    mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
     from bcg_envs.learners import shac
     assert len(jax.devices()) == 2, jax.devices()
-    env = mod.PointMass() if sys.argv[2] == "PointMass" else shac.make_env(sys.argv[2])
+    if sys.argv[1] != "-":  # a test double: its class, by file and name
+        spec = importlib.util.spec_from_file_location("shac_test_env", sys.argv[1])
+        mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+        env = getattr(mod, sys.argv[2])()
+    else:  # a registered env, by id
+        env = shac.make_env(sys.argv[2])
     _, params, metrics = shac.train(env, **json.loads(sys.argv[3]))
     np.savez(sys.argv[4], *[np.asarray(x) for x in jax.tree.leaves(params)])
     """
@@ -179,13 +159,15 @@ _SHARDED_SCRIPT = textwrap.dedent(
 def _check_two_devices(env, name, kw, tmp_path, rtol):
     """Train on 1 device here and on 2 forced host devices in a subprocess (XLA flags
     must be set before JAX initializes); the parameters must agree within ``rtol`` of
-    each array's scale."""
+    each array's scale. A bcg_envs env is remade there by id (``name``), a test double
+    by its class (``name``, built with no arguments)."""
     _, one, _ = shac.train(env, devices=jax.devices()[:1], **kw)
+    source = "-" if type(env).__module__.startswith("bcg_envs.") else inspect.getfile(type(env))
     flags = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2").strip()
     sub_env = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu")
     out = tmp_path / "two.npz"
     proc = subprocess.run(
-        [sys.executable, "-c", _SHARDED_SCRIPT, __file__, name, json.dumps(kw), str(out)],
+        [sys.executable, "-c", _SHARDED_SCRIPT, source, name, json.dumps(kw), str(out)],
         env=sub_env,
         capture_output=True,
         text=True,
@@ -204,7 +186,7 @@ def _check_two_devices(env, name, kw, tmp_path, rtol):
     assert worst < rtol
 
 
-def test_two_devices_match_one(tmp_path):
+def test_two_devices_match_one(point_mass, tmp_path):
     kw = dict(
         num_envs=8,
         horizon=8,
@@ -215,7 +197,7 @@ def test_two_devices_match_one(tmp_path):
         seed=1,
         progress_bar=False,
     )
-    _check_two_devices(PointMass(), "PointMass", kw, tmp_path, rtol=1e-4)
+    _check_two_devices(point_mass, "PointMass", kw, tmp_path, rtol=1e-4)
 
 
 @pytest.mark.slow  # compiles BoxPush for 2 devices (~5 min cold); runs with BCG_SLOW=1
@@ -224,8 +206,8 @@ def test_two_devices_match_one_boxpush(boxpush, tmp_path):
     _check_two_devices(boxpush, "BoxPush-v0", kw, tmp_path, rtol=2e-3)
 
 
-def test_nan_gradients_are_skipped(caplog):
-    env = NaNGradient(PointMass(), steps=(3,))
+def test_nan_gradients_are_skipped(point_mass, caplog):
+    env = NaNGradient(point_mass, steps=(3,))
     with caplog.at_level("WARNING", logger="bcg_envs.learners.shac"):
         _, params, metrics = shac.train(
             env,
@@ -245,15 +227,16 @@ def test_nan_gradients_are_skipped(caplog):
     assert "update skipped" in caplog.text
 
 
-def test_train_and_evaluate_run(tmp_path):
+def test_train_and_evaluate_run(programs, tmp_path):
     # The CLI entry points: a run folder that evaluate_run reads back.
     out = tmp_path / "run"
     metrics = runs.train_run(
         "BoxPush-v0", algo="shac", estimator="exact", steps=2 * ITER_STEPS, seed=0, out_dir=out,
-        **{k: v for k, v in BOXPUSH.items() if k != "estimator"}, num_evals=0,
+        **{k: v for k, v in BOXPUSH.items() if k != "estimator"}, num_evals=0, program_cache=programs,
     )
     for name in ("config.json", "params.msgpack", "progress.csv", "metrics.json"):
         assert (out / name).exists(), name
+    assert "program_cache" not in json.loads((out / "config.json").read_text())["learner"]
     assert metrics["num_steps"] == 2 * ITER_STEPS
     result = runs.evaluate_run(out, episodes=4, episode_length=20)
     assert set(result) >= {"mean_return", "mean_length"} and result["mean_length"] == 20.0
@@ -262,3 +245,11 @@ def test_train_and_evaluate_run(tmp_path):
     both = runs.sim_to_sim_run(out, episodes=4, episode_length=20)
     assert both["mjx"] == result
     assert both["mujoco"]["mean_length"] == 20.0 and np.isfinite(both["mujoco"]["mean_return"])
+    # the run's checkpoint alone rebuilds the run's policy
+    make_policy, params, network = shac.load_policy(out / "checkpoints")
+    config, run_params, run_make_policy = runs.load_run(out)
+    assert network.action_size == config["action_size"] and network.actor_hidden == tuple(BOXPUSH["actor_hidden"])
+    obs = jax.random.normal(jax.random.PRNGKey(0), (3, config["observation_size"]))
+    a, _ = make_policy(params)(obs, jax.random.PRNGKey(1))
+    b, _ = run_make_policy(run_params)(obs, jax.random.PRNGKey(1))
+    np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
