@@ -60,6 +60,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 
 from baselines import append_csv
+from bcg_envs.gradients.cost import simulations_per_step
 from bcg_envs.utils import single_cpu_client
 
 ESTIMATORS = ("exact", "bundle", "zeroth", "bcg", "alpha")
@@ -397,26 +398,6 @@ def _position_mask(mj_model) -> np.ndarray:
 # ======================================================================================
 # Statistics
 # ======================================================================================
-def simulations_per_step(estimator: str, nx: int, nu: int, num_samples: int, bundled_fraction: float) -> float:
-    """Control-step evaluations per env step of the rollout gradient (reverse mode, as the
-    learners use it). A forward pass, the backward pass's rematerialized step and its VJP (a
-    reverse sweep) count one each; a forward-mode Jacobian counts its ``nx + nu`` tangent
-    passes. exact: forward + recompute + VJP; bundle: forward + a recompute and a VJP per
-    branch; zeroth: forward, nominal and one evaluation per sample (the least-squares fit);
-    alpha: zeroth's plus each sample's first-order Jacobian; bcg: exact's off contact and the
-    bundle's on bundled steps."""
-    exact, bundle = 3.0, 1.0 + 2.0 * num_samples
-    if estimator == "exact":
-        return exact
-    if estimator == "bundle":
-        return bundle
-    if estimator == "zeroth":
-        return 2.0 + num_samples
-    if estimator == "alpha":
-        return 2.0 + num_samples * (1 + nx + nu)
-    return exact * (1 - bundled_fraction) + bundle * bundled_fraction  # bcg
-
-
 def variance_across_seeds(grads: np.ndarray) -> float:
     """Total variance (sum over coordinates of the variance across rows), in float64."""
     return float(np.sum(np.var(np.asarray(grads, np.float64), axis=0)))
