@@ -22,7 +22,11 @@ import pytest  # noqa: E402
 
 #: The longest test files (compile-bound), longest first (per-file totals of a fresh-clone
 #: `scripts/test.sh` run: 465, 319, 309, 260, 242, 238, 225, 208, 199, 163, 152 s), so that
-#: `pytest -n 2 --dist loadfile` starts them early on separate workers, not last.
+#: `pytest -n 2 --dist loadfile` starts them early on separate workers, not last. The 208 s
+#: was tests/test_mujoco_backend.py, since split into tests/mujoco_backend/: its heaviest
+#: part (test_simulation.py: MJX steps of all three tasks, G1 included) keeps the slot;
+#: test_envs.py and test_jacobians.py close the list (warm-cache totals of the three:
+#: > 35, > 21, > 10 s; fresh-clone totals not measured since the split).
 HEAVY_FIRST = (
     "tests/gradients/test_differentiable_step.py",
     "tests/envs/planar_hand/test_hand.py",
@@ -31,10 +35,12 @@ HEAVY_FIRST = (
     "tests/learners/shac/test_train.py",
     "tests/physics/test_penalty_contact.py",
     "tests/baselines/test_gradient_variance.py",
-    "tests/test_mujoco_backend.py",
+    "tests/mujoco_backend/test_simulation.py",
     "tests/envs/g1/test_tracking.py",
     "tests/envs/box_push/test_box_push.py",
     "tests/test_jax_api.py",
+    "tests/mujoco_backend/test_envs.py",
+    "tests/mujoco_backend/test_jacobians.py",
 )
 
 

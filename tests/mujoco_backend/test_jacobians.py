@@ -1,0 +1,134 @@
+"""bcg_envs/mujoco_backend/jacobians.py: exact Jacobians against MJX's, the bcg and global
+(bundle, zeroth, alpha) estimators, the zeroth-order sample-count check, and that
+grad_step advances the env like step."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+import bcg_envs
+from tests.mujoco_backend.conftest import ENV_ID, _Mjx, _task_info
+
+
+def _free_and_contact_states(rng, n):
+    """BoxPush states with the pusher well clear of the box, and pressing a box face
+    while the box slides and spins (its dry friction stays in the slip regime)."""
+    out = []
+    for contact in (False, True):
+        for _ in range(n):
+            box = rng.uniform(-0.1, 0.1, 2)
+            yaw = rng.uniform(-0.3, 0.3)
+            normal = np.array([[1, 0], [-1, 0], [0, 1], [0, -1]][rng.integers(4)], float)
+            rot = np.array([[np.cos(yaw), -np.sin(yaw)], [np.sin(yaw), np.cos(yaw)]])
+            n_world = rot @ normal
+            gap = -0.002 if contact else 0.08
+            pusher = box + n_world * (0.075 + gap)
+            qvel = np.zeros(5)
+            qvel[2:4] = rng.choice([-1.0, 1.0], 2) * rng.uniform(0.2, 0.35, 2)
+            qvel[4] = rng.choice([-1.0, 1.0]) * rng.uniform(1.5, 2.5)
+            if contact:
+                qvel[:2] = qvel[2:4] - 0.1 * n_world
+                action = np.clip(-n_world * 0.8, -1, 1)
+            else:
+                action = rng.uniform(-0.3, 0.3, 2)
+            qpos = np.concatenate([pusher, box, [yaw]])
+            out.append((contact, qpos.astype(np.float32), qvel.astype(np.float32), action.astype(np.float32)))
+    return out
+
+
+def test_exact_jacobians_match_mjx(env):
+    """Exact Jacobians (C central differences vs MJX forward mode) agree away from contact
+    switches, free and in contact: A, B, r_x, r_a, C to 1e-4 relative (MJX is float32;
+    measured ~1e-6). MJX runs ``GymEnv.grad_step`` (its jit is shared with the BoxPush
+    suite's compile cache); its state is set through the jitted functional API."""
+    u = env.unwrapped
+    g = gym.make(ENV_ID).unwrapped
+    g.reset(seed=0)
+    ref = _Mjx(u.jax_env)
+    task = _task_info(u._core.info)
+    checked = {False: 0, True: 0}
+    for contact, qpos, qvel, action in _free_and_contact_states(np.random.default_rng(0), 4):
+        u.set_state(qpos, qvel)
+        out = u.grad_step(action, estimator="exact")
+        g._state = ref.state(qpos, qvel, task)
+        mj = g.grad_step(action, estimator="exact")
+        s, jac = mj, mj.jacobians
+        if np.max(np.abs(out.observation - s.observation)) > 1e-4:
+            continue  # the backends took different contact regimes: not the same step
+        if contact != (out.info["max_contact_force"] > 0):
+            continue
+        for field in ("A", "B", "r_x", "r_a", "C"):
+            ours, theirs = getattr(out.jacobians, field), np.asarray(getattr(jac, field))
+            err = np.linalg.norm(ours - theirs) / max(np.linalg.norm(theirs), 1e-6)
+            assert err < 1e-4, (field, contact, err)
+        checked[contact] += 1
+    assert checked[False] >= 3 and checked[True] >= 3, checked
+
+
+def _pressing_state():
+    # Pusher driven hard into the box's -x face (as in tests/envs/box_push).
+    return np.array([-0.078, 0.0, 0.0, 0.0, 0.0]), np.array([0.6, 0.0, 0.0, 0.0, 0.0]), np.array([1.0, 0.0], np.float32)
+
+
+def test_bcg_is_exact_without_pressing_contact_and_bundles_when_pressing(env):
+    u = env.unwrapped
+    threshold = u.jax_env.bundle.force_threshold
+    qpos, qvel = np.array([-0.3, -0.3, 0.2, 0.2, 0.0]), np.zeros(5)
+    action = np.array([0.2, 0.1], np.float32)
+    u.set_state(qpos, qvel)
+    bcg = u.grad_step(action, estimator="bcg")
+    u.set_state(qpos, qvel)
+    exact = u.grad_step(action, estimator="exact")
+    assert not bcg.info["bundled"] and bcg.info["max_contact_force"] <= threshold
+    np.testing.assert_array_equal(bcg.jacobians.A, exact.jacobians.A)
+    np.testing.assert_array_equal(bcg.jacobians.B, exact.jacobians.B)
+
+    qpos, qvel, action = _pressing_state()
+    for space in ("cartesian", "joint"):
+        u.set_state(qpos, qvel)
+        bcg = u.grad_step(action, estimator="bcg", bundle=bcg_envs.BundleConfig(space=space))
+        u.set_state(qpos, qvel)
+        exact = u.grad_step(action, estimator="exact")
+        assert bcg.info["bundled"] and bcg.info["max_contact_force"] > threshold
+        assert bcg.info["bundle_dropped"] == 0
+        assert not np.allclose(bcg.jacobians.A, exact.jacobians.A, rtol=1e-3)
+        assert np.isfinite(bcg.jacobians.A).all() and np.isfinite(bcg.jacobians.B).all()
+
+
+@pytest.mark.parametrize("estimator", ["bundle", "zeroth", "alpha"])
+def test_global_estimators(env, estimator):
+    u = env.unwrapped
+    qpos, qvel, action = _pressing_state()
+    u.set_state(qpos, qvel)
+    out = u.grad_step(action, estimator=estimator, bundle=bcg_envs.BundleConfig(action_sigma=0.05))
+    assert out.info["bundled"] and out.info["bundle_dropped"] == 0
+    alpha = out.info["bundle_alpha"]
+    assert {"bundle": alpha == 1.0, "zeroth": alpha == 0.0, "alpha": 0.0 <= alpha <= 1.0}[estimator]
+    for j in out.jacobians:
+        assert np.isfinite(j).all()
+    assert out.jacobians.A.shape == (10, 10) and out.jacobians.B.shape == (10, 2)
+    assert out.jacobians.C.shape == (17, 10)
+
+
+def test_grad_step_advances_like_step(env):
+    u = env.unwrapped
+    env.reset(seed=5)
+    qpos, qvel, _ = u.get_state()
+    action = np.array([0.4, -0.7], np.float32)
+    obs_step, r_step, *_ = env.step(action)
+    for estimator in ("exact", "bcg", "bundle"):
+        u.set_state(qpos, qvel)
+        out = u.grad_step(action, estimator=estimator)
+        np.testing.assert_array_equal(out.observation, obs_step)
+        assert out.reward == r_step
+
+
+def test_zeroth_order_sample_count_below_nx_plus_nu_is_refused(env):
+    """The C backend resolves and checks BundleConfig.num_samples like the MJX one."""
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="BundleConfig.num_samples must be >= nx \\+ nu = 12"):
+        env.unwrapped.grad_step(np.zeros(2, np.float32), estimator="zeroth", bundle=bcg_envs.BundleConfig(num_samples=6))
+    out = env.unwrapped.grad_step(
+        np.zeros(2, np.float32), estimator="zeroth", bundle=bcg_envs.BundleConfig(num_samples=6, allow_underdetermined=True)
+    )
+    assert np.isfinite(out.jacobians.A).all()
