@@ -13,12 +13,23 @@ observations (SB3 through ``VecNormalize``, frozen at evaluation; Brax and SHAC 
 their own running statistics). Wall-clock counts training only, not these evaluations.
 Brax APG exposes no policy during training, so only its final policy is scored.
 
-Each (algorithm, seed) run writes ``<out>/<algo>_seed<s>.csv`` with columns ``env_steps,
-wall_clock, eval_return, eval_success, eval_length, eval_episodes``. The summary writes
-``curves.png`` (return vs env steps and vs wall-clock, success rate vs env steps; mean +-
-std over seeds) and ``table.md``. The table has the final return, the final success rate
-with its 95 % Wilson interval over all seeds' episodes, the final episode length, the env
-steps to reach 90 % of PPO's final return, and the wall-clock.
+Three x-axes: env steps (transitions the learner consumed), simulated control steps
+(``sim_steps``: every control step a simulator ran for training, forward or backward; PPO
+simulates one per env step, SHAC and APG the reverse-mode cost of their rollout gradient
+with bundle branches counted, ``bcg_envs.gradients.cost``), and training wall-clock.
+
+Each (algorithm, seed) run appends its rows to ``<out>/<algo>_seed<s>.csv`` as they are
+measured (columns ``env_steps, sim_steps, wall_clock, eval_return, eval_success,
+eval_length, eval_episodes``). Long runs resume: a run whose CSV already reaches the budget
+is skipped; SB3 PPO and SHAC save a checkpoint under ``<out>/checkpoints/`` at every
+evaluation and continue from it (rows after the checkpoint are dropped and measured again;
+the wall-clock continues from the last kept row); Brax runs restart. The summary writes
+``curves.png`` (return vs env steps, simulated steps and wall-clock; success rate vs env
+steps; mean +- std over seeds) and ``table.md``: final return, final success rate with its
+95 % Wilson interval over all seeds' episodes, final episode length, env steps to 90 % of
+PPO's final return, env steps to 50 % and 90 % of the best success any algorithm reached
+(median over seeds), simulated steps and wall-clock; under it, the gap: PPO's env steps to
+those success levels over SHAC's.
 """
 
 from __future__ import annotations
@@ -28,10 +39,11 @@ import csv
 import functools
 import inspect
 import json
+import math
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -44,7 +56,12 @@ EVAL_EPISODES = 64
 #: First reset seed of the evaluation episodes, far from the small integers the runs train
 #: with (``--seeds 0 1 2``), so evaluation episodes are not the training runs' first resets.
 EVAL_SEED = 1_000_000
-CSV_FIELDS = ("env_steps", "wall_clock", "eval_return", "eval_success", "eval_length", "eval_episodes")
+CSV_FIELDS = ("env_steps", "sim_steps", "wall_clock", "eval_return", "eval_success", "eval_length", "eval_episodes")
+#: Simulated control steps per env step of the derivative-free learners (a forward step).
+FORWARD_ONLY = 1.0
+#: A run counts as complete when its last row reaches this fraction of the budget (Brax
+#: rounds its step counts to whole batches).
+COMPLETE = 0.99
 CONFIGS = Path(__file__).resolve().parent / "configs"
 Row = Dict[str, float]
 
@@ -139,26 +156,52 @@ def jax_policy(make_policy, params) -> Callable[[np.ndarray], np.ndarray]:
 
 
 class Recorder:
-    """The rows of one run: ``record(env_steps, act)`` scores ``act`` by ``evaluate`` and
-    stamps the row with the training wall-clock so far (evaluation time excluded)."""
+    """The rows of one run, appended to its CSV as they are measured.
 
-    def __init__(self, env_id: str) -> None:
+    ``record(env_steps, act, sim_steps)`` scores ``act`` by ``evaluate`` and stamps the row
+    with the training wall-clock so far (evaluation time excluded). ``resume_from(steps)``
+    keeps the CSV's rows up to ``steps`` (a checkpoint's step count) and continues their
+    wall-clock; otherwise the CSV starts empty.
+    """
+
+    def __init__(self, env_id: str, path: Optional[Path] = None) -> None:
         self.env_id = env_id
+        self.path = path
         self.rows: List[Row] = []
+        self._offset = 0.0
         self._start = time.perf_counter()
         self._evaluating = 0.0
+        self._started = False  # the CSV is rewritten by the first record or resume_from
 
-    def record(self, env_steps: int, act: Callable[[np.ndarray], np.ndarray]) -> None:
+    def resume_from(self, env_steps: int) -> None:
+        kept = [r for r in read_rows(self.path) if r["env_steps"] <= env_steps] if self.path else []
+        self.rows = kept
+        self._offset = kept[-1]["wall_clock"] if kept else 0.0
+        if self.path is not None:
+            write_csv(self.path, kept)
+        self._started = True
+
+    def record(self, env_steps: int, act: Callable[[np.ndarray], np.ndarray], sim_steps: float) -> None:
         t0 = time.perf_counter()
-        wall = t0 - self._start - self._evaluating
-        self.rows.append(dict(env_steps=int(env_steps), wall_clock=wall, **evaluate(self.env_id, act)))
+        wall = self._offset + t0 - self._start - self._evaluating
+        row = dict(env_steps=int(env_steps), sim_steps=float(sim_steps), wall_clock=wall, **evaluate(self.env_id, act))
+        self.rows.append(row)
+        if self.path is not None:
+            if not self._started:
+                write_csv(self.path, [])
+            append_row(self.path, row)
+        self._started = True
         self._evaluating += time.perf_counter() - t0
 
 
-def run_sb3_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> List[Row]:
+def run_sb3_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int, recorder: Recorder,
+               checkpoint_dir: Optional[Path] = None) -> None:
     """stable-baselines3 PPO on ``n_envs`` Gymnasium envs on the MuJoCo C backend (the
     CPU fast path; same model and task code as the JAX env), observations normalized by
-    ``VecNormalize`` (``normalize_observations``, default on; rewards left as they are)."""
+    ``VecNormalize`` (``normalize_observations``, default on; rewards left as they are).
+    With ``checkpoint_dir``, the model and the normalizer's statistics are saved at every
+    evaluation and a run resumes from them (SB3's ``reset_num_timesteps=False``; the
+    rollout buffer and the envs' episodes in flight start afresh)."""
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
@@ -170,10 +213,14 @@ def run_sb3_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> Li
     params = dict(cfg["sb3_ppo"])
     n_envs = params.pop("n_envs", 1)
     normalize = params.pop("normalize_observations", True)
-    env = make_vec_env(f"bcg_envs/{env_id}", n_envs=n_envs, seed=seed, env_kwargs={"backend": "mujoco"})
+    venv = make_vec_env(f"bcg_envs/{env_id}", n_envs=n_envs, seed=seed, env_kwargs={"backend": "mujoco"})
+    model_path = checkpoint_dir / "model.zip" if checkpoint_dir else None
+    stats_path = checkpoint_dir / "vecnormalize.pkl" if checkpoint_dir else None
+    resume = model_path is not None and model_path.exists() and (stats_path.exists() or not normalize)
     if normalize:
-        env = VecNormalize(env, norm_obs=True, norm_reward=False)
-    recorder = Recorder(env_id)
+        env = VecNormalize.load(str(stats_path), venv) if resume else VecNormalize(venv, norm_obs=True, norm_reward=False)
+    else:
+        env = venv
     every = max(steps // evals, 1)
 
     def act(obs: np.ndarray) -> np.ndarray:
@@ -181,22 +228,35 @@ def run_sb3_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> Li
         x = env.normalize_obs(obs) if normalize else obs
         return model.predict(x, deterministic=True)[0]
 
+    def record() -> None:
+        recorder.record(model.num_timesteps, act, FORWARD_ONLY * model.num_timesteps)
+        if model_path is not None:
+            model_path.parent.mkdir(parents=True, exist_ok=True)
+            model.save(str(model_path))
+            if normalize:
+                env.save(str(stats_path))
+
     class Eval(BaseCallback):
         def _on_step(self) -> bool:
             if self.num_timesteps // every > (self.num_timesteps - n_envs) // every:
-                recorder.record(self.num_timesteps, act)
+                record()
             return True
 
     params["n_steps"] = min(params["n_steps"], max(steps // (2 * n_envs), 16))
     params["batch_size"] = min(params["batch_size"], params["n_steps"] * n_envs)
-    model = PPO("MlpPolicy", env, seed=seed, verbose=0, device="cpu", **params)
+    if resume:
+        model = PPO.load(str(model_path), env=env, device="cpu")
+        recorder.resume_from(model.num_timesteps)
+    else:
+        model = PPO("MlpPolicy", env, seed=seed, verbose=0, device="cpu", **params)
+        record()
     model.set_logger(Logger(folder=None, output_formats=[]))  # SB3's default makes an empty /tmp/SB3-* folder
-    recorder.record(0, act)
-    model.learn(total_timesteps=steps, callback=Eval())
+    remaining = steps - model.num_timesteps
+    if remaining > 0:
+        model.learn(total_timesteps=remaining, callback=Eval(), reset_num_timesteps=not resume)
     if recorder.rows[-1]["env_steps"] != model.num_timesteps:
-        recorder.record(model.num_timesteps, act)
+        record()
     env.close()
-    return recorder.rows
 
 
 @functools.lru_cache(maxsize=None)
@@ -209,9 +269,11 @@ def _jax_env(env_id: str, estimator: str):
     return bcg_envs.make_jax(env_id, estimator=estimator)
 
 
-def run_brax_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> List[Row]:
+def run_brax_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int, recorder: Recorder,
+                 checkpoint_dir: Optional[Path] = None) -> None:
     """Brax PPO on the JAX env; its own evaluation is off (``run_evals=False``) and each
-    evaluation point's policy is scored by the protocol (``policy_params_fn``)."""
+    evaluation point's policy is scored by the protocol (``policy_params_fn``). No resume:
+    an interrupted run starts again."""
     from brax.training.agents.ppo import train as ppo
 
     from bcg_envs.compat import enable_brax
@@ -219,53 +281,72 @@ def run_brax_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> L
     enable_brax()
 
     env = _jax_env(env_id, "exact")
-    recorder = Recorder(env_id)
     ppo.train(environment=env, num_timesteps=steps, episode_length=env.episode_length, num_evals=evals + 1,
               seed=seed, run_evals=False,
-              policy_params_fn=lambda step, make_policy, params: recorder.record(step, jax_policy(make_policy, params)),
+              policy_params_fn=lambda step, make_policy, params: recorder.record(
+                  step, jax_policy(make_policy, params), FORWARD_ONLY * step),
               **cfg["brax_ppo"])
-    return recorder.rows
 
 
-def run_brax_apg(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> List[Row]:
-    """Brax APG on the JAX env. It returns its policy only at the end, so its one row is
-    the final policy's score (Brax's own intermediate evaluations are not used)."""
+def run_brax_apg(env_id: str, steps: int, seed: int, cfg: dict, evals: int, recorder: Recorder,
+                 checkpoint_dir: Optional[Path] = None) -> None:
+    """Brax APG on the JAX env (``exact`` gradients). It returns its policy only at the end,
+    so its one row is the final policy's score (Brax's own intermediate evaluations are not
+    used). No resume."""
     from brax.training.agents.apg import train as apg
 
     from bcg_envs.compat import enable_brax
+    from bcg_envs.gradients.cost import simulations_per_step
 
     enable_brax()
 
     env = _jax_env(env_id, "exact")
-    recorder = Recorder(env_id)
     params = dict(cfg["brax_apg"])
     steps_per_update = params["horizon_length"] * params["num_envs"]
     updates = max(1, steps // steps_per_update)
     make_policy, trained, _ = apg.train(environment=env, policy_updates=updates, episode_length=env.episode_length,
                                         num_evals=1, num_eval_envs=1, seed=seed, **params)
-    recorder.record(updates * steps_per_update, jax_policy(make_policy, trained))
-    return recorder.rows
+    env_steps = updates * steps_per_update
+    recorder.record(env_steps, jax_policy(make_policy, trained),
+                    env_steps * simulations_per_step("exact", env.state_size, env.action_size, 0, 0.0))
 
 
 def _run_shac(estimator: str):
     programs = None  # this runner's shac.ProgramCache: seeds after the first reuse its compiled
     # programs (the same env from _jax_env, the same architecture) instead of tracing again
 
-    def run(env_id: str, steps: int, seed: int, cfg: dict, evals: int) -> List[Row]:
+    def run(env_id: str, steps: int, seed: int, cfg: dict, evals: int, recorder: Recorder,
+            checkpoint_dir: Optional[Path] = None) -> None:
+        """SHAC on the JAX env with ``estimator``. Each evaluation point's policy is scored
+        by the protocol (its policy from ``policy_params_fn``, recorded by ``progress_fn``
+        with SHAC's ``simulated_steps``). With ``checkpoint_dir``, a checkpoint at every
+        evaluation (about) and a resume from the newest one."""
         nonlocal programs
         from bcg_envs.learners import shac
 
         if programs is None:
             programs = shac.ProgramCache(maxsize=1)
         env = _jax_env(env_id, estimator)
-        recorder = Recorder(env_id)
         params = dict(cfg["shac"])
         params["actor_hidden"] = tuple(params["actor_hidden"])
         params["critic_hidden"] = tuple(params["critic_hidden"])
+        iterations = max(1, math.ceil(steps / (params.get("num_envs", 64) * params.get("horizon", 32))))
+        restore = None
+        if checkpoint_dir is not None and any(checkpoint_dir.glob(f"{shac.CHECKPOINT_PREFIX}*")):
+            restore = shac.latest_checkpoint(checkpoint_dir)
+            recorder.resume_from(int(shac.checkpoint_metadata(restore)["num_steps"]))
+        policy = {}
+
+        def keep_policy(step, make_policy, p):
+            policy["act"] = jax_policy(make_policy, p)
+
+        def record(step, metrics):
+            recorder.record(step, policy.pop("act"), metrics["simulated_steps"])
+
         shac.train(env, num_timesteps=steps, seed=seed, num_evals=evals + 1, run_evals=False,
-                   policy_params_fn=lambda step, make_policy, p: recorder.record(step, jax_policy(make_policy, p)),
-                   progress_bar=False, program_cache=programs, **params)
-        return recorder.rows
+                   policy_params_fn=keep_policy, progress_fn=record, progress_bar=False, program_cache=programs,
+                   checkpoint_dir=checkpoint_dir, checkpoint_every=max(1, iterations // max(evals, 1)),
+                   restore_from=restore, **params)
 
     return run
 
@@ -289,52 +370,111 @@ def write_csv(path: Path, rows: List[Row]) -> None:
             writer.writerow({k: row.get(k, float("nan")) for k in writer.fieldnames})
 
 
+def append_row(path: Path, row: Row) -> None:
+    """One more row of a CSV that ``write_csv`` started (flushed: a killed run keeps it)."""
+    with path.open("a", newline="") as f:
+        csv.DictWriter(f, fieldnames=list(CSV_FIELDS)).writerow({k: row.get(k, float("nan")) for k in CSV_FIELDS})
+
+
+def read_rows(path: Path) -> List[Row]:
+    """The rows of one run's CSV, with the columns older CSVs lack: no success or length
+    (from before success was scored), 16 evaluation episodes (before the shared protocol),
+    no simulated steps (before that axis)."""
+    if not path.exists():
+        return []
+    with path.open() as f:
+        return [{"eval_success": float("nan"), "eval_length": float("nan"), "eval_episodes": 16.0,
+                 "sim_steps": float("nan"), **{k: float(v) for k, v in row.items()}} for row in csv.DictReader(f)]
+
+
 def read_runs(out_dir: Path) -> Dict[str, List[List[Row]]]:
     """algo -> list (over seeds) of rows, from ``<algo>_seed<s>.csv`` files."""
     runs: Dict[str, List[List[Row]]] = defaultdict(list)
     for path in sorted(out_dir.glob("*_seed*.csv")):
         algo = path.stem.rsplit("_seed", 1)[0]
-        with path.open() as f:
-            # CSVs from before success and the shared protocol: no success/length, 16 episodes
-            rows = [{"eval_success": float("nan"), "eval_length": float("nan"), "eval_episodes": 16.0,
-                     **{k: float(v) for k, v in row.items()}} for row in csv.DictReader(f)]
+        rows = read_rows(path)
         if rows:
             runs[algo].append(rows)
     return dict(runs)
 
 
-def steps_to_reach(rows: List[Row], target: float) -> Optional[float]:
+def is_complete(path: Path, steps: int) -> bool:
+    """Whether the run's CSV reaches the budget (``COMPLETE`` of ``steps``)."""
+    rows = read_rows(path)
+    return bool(rows) and rows[-1]["env_steps"] >= COMPLETE * steps
+
+
+def steps_to_reach(rows: List[Row], target: float, key: str = "eval_return") -> Optional[float]:
+    """Env steps of the first row whose ``key`` reaches ``target`` (None if none does)."""
     for row in rows:
-        if row["eval_return"] >= target:
+        if row[key] >= target:
             return row["env_steps"]
     return None
+
+
+def median_steps_to(seeds: List[List[Row]], target: float, key: str) -> Tuple[Optional[float], int]:
+    """(median over the seeds that reach ``target`` of their env steps to it, how many do)."""
+    hits = [h for h in (steps_to_reach(r, target, key) for r in seeds) if h is not None]
+    return (float(np.median(hits)) if hits else None), len(hits)
+
+
+def best_success(runs: Dict[str, List[List[Row]]]) -> float:
+    """The highest seed-mean success rate any algorithm reached at any evaluation point."""
+    best = 0.0
+    for seeds in runs.values():
+        by_step: Dict[float, List[float]] = defaultdict(list)
+        for rows in seeds:
+            for row in rows:
+                if not math.isnan(row["eval_success"]):
+                    by_step[row["env_steps"]].append(row["eval_success"])
+        for values in by_step.values():
+            if len(values) == len(seeds):
+                best = max(best, float(np.mean(values)))
+    return best
+
+
+def _steps_text(value: Optional[float], hits: int, seeds: int) -> str:
+    return f"{value:,.0f} ({hits}/{seeds})" if value is not None else f"— (0/{seeds})"
 
 
 def summary_table(runs: Dict[str, List[List[Row]]], reference: str = "sb3_ppo") -> str:
     """Markdown: final return (mean +- std over seeds), final success rate with its 95 %
     Wilson interval (all seeds' evaluation episodes pooled; '—' if not recorded),
-    final episode length, env steps to 90% of the reference's final return (median over
-    seeds; '—' if never), wall-clock to the end."""
+    final episode length, env steps to 90% of the reference's final return, env steps to
+    50 % and 90 % of the best success any algorithm reached (medians over the seeds that
+    reach it, how many do), simulated control steps and wall-clock to the end. Under the
+    table, the gap: the reference's env steps to each success level over each SHAC
+    variant's."""
     ref = runs.get(reference) or runs.get("brax_ppo")
+    ref_name = reference if reference in runs else "brax_ppo"
     target = None
     if ref:
         ref_final = float(np.mean([r[-1]["eval_return"] for r in ref]))
         # 90% of the way from the worst initial return to the reference's final return.
         initial = min(r[0]["eval_return"] for seeds in runs.values() for r in seeds)
         target = initial + 0.9 * (ref_final - initial)
+    best = best_success(runs)
+    levels = (0.5, 0.9)
     lines = [
-        "| algorithm | seeds | final return | final success [95% CI] | episode length | env steps to 90% of PPO | wall-clock (s) |",
-        "|---|---|---|---|---|---|---|",
+        "| algorithm | seeds | final return | final success [95% CI] | episode length | env steps to 90% of PPO "
+        f"| env steps to 50% of best success | env steps to 90% of best success | simulated steps | wall-clock (s) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
+    to_success: Dict[str, List[Optional[float]]] = {}
     for algo, seeds in runs.items():
         finals = np.array([r[-1]["eval_return"] for r in seeds])
         wall = np.mean([r[-1]["wall_clock"] for r in seeds])
-        if target is None:
-            reach = "—"
-        else:
-            hits = [steps_to_reach(r, target) for r in seeds]
-            hits = [h for h in hits if h is not None]
-            reach = f"{np.median(hits):,.0f} ({len(hits)}/{len(seeds)})" if hits else f"— (0/{len(seeds)})"
+        reach = "—" if target is None else _steps_text(*median_steps_to(seeds, target, "eval_return"), len(seeds))
+        to_success[algo] = []
+        success_cells = []
+        for level in levels:
+            if best > 0:
+                value, hits = median_steps_to(seeds, level * best, "eval_success")
+                to_success[algo].append(value)
+                success_cells.append(_steps_text(value, hits, len(seeds)))
+            else:
+                to_success[algo].append(None)
+                success_cells.append("— (no success)")
         success = np.array([r[-1]["eval_success"] for r in seeds])
         episodes = np.array([r[-1]["eval_episodes"] for r in seeds])[~np.isnan(success)]
         success = success[~np.isnan(success)]
@@ -347,8 +487,23 @@ def summary_table(runs: Dict[str, List[List[Row]]], reference: str = "sb3_ppo") 
             success_text = "—"
         lengths = np.array([r[-1]["eval_length"] for r in seeds])
         length_text = f"{np.nanmean(lengths):.0f}" if np.any(~np.isnan(lengths)) else "—"
+        sims = np.array([r[-1]["sim_steps"] for r in seeds])
+        sims_text = f"{np.mean(sims):,.0f}" if np.all(~np.isnan(sims)) else "—"
         lines.append(f"| {algo} | {len(seeds)} | {finals.mean():.2f} ± {finals.std():.2f} | {success_text} | {length_text} "
-                     f"| {reach} | {wall:.0f} |")
+                     f"| {reach} | {success_cells[0]} | {success_cells[1]} | {sims_text} | {wall:.0f} |")
+    lines.append("")
+    lines.append(f"Best success (seed mean at one evaluation, any algorithm): {100 * best:.1f} %.")
+    for algo in (a for a in runs if a.startswith("shac")):
+        if ref is None or best == 0:
+            continue
+        ratios = []
+        for level, ppo, shac_steps in zip(levels, to_success[ref_name], to_success[algo]):
+            if ppo is None or shac_steps is None or shac_steps == 0:
+                ratios.append(f"{int(100 * level)} %: — ({ref_name} {'never' if ppo is None else f'{ppo:,.0f}'}, "
+                              f"{algo} {'never' if shac_steps is None else f'{shac_steps:,.0f}'})")
+            else:
+                ratios.append(f"{int(100 * level)} %: {ppo / shac_steps:.1f}x")
+        lines.append(f"Gap, {ref_name} / {algo} env steps to the best success's " + "; ".join(ratios) + ".")
     return "\n".join(lines)
 
 
@@ -359,9 +514,11 @@ def plot_curves(runs: Dict[str, List[List[Row]]], path: Path, title: str = "") -
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4))
+    fig, axes = plt.subplots(1, 4, figsize=(21, 4))
     for algo, seeds in runs.items():
-        for ax, key in zip(axes, ("env_steps", "wall_clock")):
+        for ax, key in zip(axes, ("env_steps", "sim_steps", "wall_clock")):
+            if any(np.isnan(row[key]) for r in seeds for row in r):
+                continue  # CSVs from before the simulated-steps axis
             grid = np.linspace(0, min(r[-1][key] for r in seeds), 50)
             curves = np.stack([np.interp(grid, [row[key] for row in r], [row["eval_return"] for row in r]) for r in seeds])
             mean, std = curves.mean(0), curves.std(0)
@@ -372,12 +529,13 @@ def plot_curves(runs: Dict[str, List[List[Row]]], path: Path, title: str = "") -
         if points:
             steps_, rates = (np.array(v) for v in zip(*sorted(points)))
             uniq = np.unique(steps_)
-            axes[2].plot(uniq, [rates[steps_ == u].mean() for u in uniq], marker="o", label=algo)
+            axes[3].plot(uniq, [rates[steps_ == u].mean() for u in uniq], marker="o", label=algo)
     axes[0].set(xlabel="environment steps", ylabel="evaluation return", title=title)
-    axes[0].xaxis.set_major_formatter(matplotlib.ticker.EngFormatter())  # 50k, not 50000
-    axes[1].set(xlabel="wall-clock (s)", ylabel="evaluation return")
-    axes[2].set(xlabel="environment steps", ylabel="success rate", ylim=(-0.05, 1.05))
-    axes[2].xaxis.set_major_formatter(matplotlib.ticker.EngFormatter())
+    axes[1].set(xlabel="simulated control steps (forward + backward)", ylabel="evaluation return")
+    axes[2].set(xlabel="wall-clock (s)", ylabel="evaluation return")
+    axes[3].set(xlabel="environment steps", ylabel="success rate", ylim=(-0.05, 1.05))
+    for ax in (axes[0], axes[1], axes[3]):
+        ax.xaxis.set_major_formatter(matplotlib.ticker.EngFormatter())  # 50k, not 50000
     axes[0].legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -391,9 +549,14 @@ def compare(env_id: str, algos: List[str], seeds: List[int], steps: int, out_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     for algo in algos:
         for seed in seeds:
-            print(f"[{env_id}] {algo} seed {seed}: {steps:,} env steps")
-            rows = RUNNERS[algo](env_id, steps, seed, cfg, evals)
-            write_csv(out_dir / f"{algo}_seed{seed}.csv", rows)
+            path = out_dir / f"{algo}_seed{seed}.csv"
+            if is_complete(path, steps):
+                print(f"[{env_id}] {algo} seed {seed}: complete in {path}, skipped")
+                continue
+            print(f"[{env_id}] {algo} seed {seed}: {steps:,} env steps", flush=True)
+            checkpoints = out_dir / "checkpoints" / f"{algo}_seed{seed}"
+            recorder = Recorder(env_id, path)
+            RUNNERS[algo](env_id, steps, seed, cfg, evals, recorder, checkpoints)
     runs = read_runs(out_dir)
     table = summary_table(runs)
     (out_dir / "table.md").write_text(table + "\n")

@@ -27,6 +27,7 @@ from flax import struct
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
+from bcg_envs.gradients.cost import simulations_per_step
 from bcg_envs.learners import networks
 from bcg_envs.learners.progress_log import ProgressLog
 from bcg_envs.learners.shac import checkpoint, evaluator, losses
@@ -36,6 +37,16 @@ logger = logging.getLogger(__name__)
 
 
 # ----- stepping with a chosen estimator ------------------------------------------------------
+def simulation_cost(env: Any, estimator: Optional[str] = None, bundle: Any = None) -> Callable[[float], float]:
+    """``bundled_fraction -> simulated control steps per env step`` of SHAC's rollout
+    gradient with ``env``'s step and this estimator (``bcg_envs.gradients.cost``). An env
+    without ``stepper`` (not a bcg_envs task) counts as ``exact``: forward, recompute, VJP."""
+    if not hasattr(env, "stepper"):
+        return lambda bundled_fraction: simulations_per_step("exact", 0, 0, 0, 0.0)
+    stepper = env.stepper(estimator, bundle)
+    return functools.partial(simulations_per_step, stepper.estimator, stepper.nx, stepper.nu, stepper.num_samples)
+
+
 def step_fn(env: Any, estimator: Optional[str] = None, bundle: Any = None) -> Callable:
     """``step(state, action)`` of ``env`` whose backward pass is ``estimator``.
 
@@ -418,7 +429,10 @@ def train(
       ``(make_policy, params, metrics)``: ``make_policy(params, deterministic=True)`` gives
       ``policy(obs, key) -> (action, extras)``; ``params`` has ``"normalizer"``,
       ``"actor"``, ``"critic"``; ``metrics`` holds the last training and evaluation
-      metrics, ``num_steps``, ``skipped_updates`` and ``training/walltime``.
+      metrics, ``num_steps``, ``skipped_updates``, ``training/walltime`` and
+      ``simulated_steps``: control steps simulated so far, forward and backward, by the
+      cost model of ``bcg_envs.gradients.cost`` (bundle branches counted; also in every
+      ``progress_fn`` call and ``progress.csv`` row).
     """
     env = make_env(environment, bundle) if isinstance(environment, str) else environment
     if (num_timesteps is None) == (total_steps is None):
@@ -487,6 +501,10 @@ def train(
     if restore_from is not None:
         ts = jax.device_put(checkpoint.load_checkpoint(restore_from, ts), built.state_shardings)
     start = int(ts.iteration)
+    sims_per_step = simulation_cost(env, estimator, bundle)
+    simulated = float(start * steps_per_iter * sims_per_step(0.0))
+    if restore_from is not None:
+        simulated = float(checkpoint.checkpoint_metadata(restore_from).get("simulated_steps", simulated))
 
     make_policy = inference_fn_from_config(cfg.network)
     meta = {
@@ -499,7 +517,8 @@ def train(
     log = None
     if log_dir is not None:
         train_fields = list(jax.eval_shape(built.iterate, ts, hp)[1])
-        fields = ["iteration", "num_steps", "walltime", *train_fields, "skipped_updates", *evaluator.EVAL_FIELDS]
+        fields = ["iteration", "num_steps", "walltime", *train_fields, "simulated_steps", "skipped_updates",
+                  *evaluator.EVAL_FIELDS]
         log = ProgressLog(log_dir, fields, append=start > 0)
     bar = None
     if progress_bar:
@@ -524,7 +543,7 @@ def train(
     try:
         if start == 0 and 0 in eval_iters:
             metrics.update(run_eval(0))
-            metrics.update(num_steps=0, skipped_updates=0)
+            metrics.update(num_steps=0, skipped_updates=0, simulated_steps=0.0)
             if log is not None:
                 log(0, {"iteration": 0, "num_steps": 0, "walltime": 0.0, **metrics})
             if progress_fn is not None:
@@ -535,6 +554,8 @@ def train(
             train_metrics = {k: float(v) for k, v in jax.device_get(train_metrics).items()}
             done_iters = it + 1
             num_steps = done_iters * steps_per_iter
+            simulated += steps_per_iter * sims_per_step(min(max(train_metrics["bundled_fraction"], 0.0), 1.0))
+            train_metrics["simulated_steps"] = simulated
             skipped = int(ts.skipped)
             if skipped > skipped_seen:
                 logger.warning(
@@ -564,7 +585,8 @@ def train(
             if log is not None:
                 log(num_steps, row)
             if checkpoint_dir is not None and (done_iters % checkpoint_every == 0 or done_iters == num_iterations):
-                checkpoint.save_checkpoint(checkpoint.checkpoint_path(checkpoint_dir, done_iters), ts, meta)
+                checkpoint.save_checkpoint(checkpoint.checkpoint_path(checkpoint_dir, done_iters), ts,
+                                           {**meta, "num_steps": num_steps, "simulated_steps": simulated})
             if bar is not None:
                 bar.update(steps_per_iter)
                 postfix["steps/s"] = f"{steps_per_iter / max(time.time() - t_iter, 1e-9):.0f}"
@@ -580,5 +602,6 @@ def train(
     metrics["training/walltime"] = time.time() - t0
     metrics["num_steps"] = num_iterations * steps_per_iter
     metrics["skipped_updates"] = int(ts.skipped)
+    metrics["simulated_steps"] = simulated
     params = jax.device_get({"normalizer": ts.normalizer, "actor": ts.actor, "critic": ts.critic})
     return make_policy, params, metrics

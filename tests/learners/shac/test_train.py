@@ -130,6 +130,10 @@ def test_resume_matches_uninterrupted(boxpush, programs, tmp_path):
     )
     _assert_trees_close(full, resumed, rtol=1e-5, atol=1e-6)
     assert m_res["num_steps"] == m_full["num_steps"]
+    # Simulated control steps: >= 3 per env step (forward, recompute, VJP), continued
+    # across the resume from the checkpoint's count.
+    assert m_full["simulated_steps"] >= 3 * m_full["num_steps"]
+    assert m_res["simulated_steps"] == pytest.approx(m_full["simulated_steps"])
     np.testing.assert_allclose(m_res["actor_loss"], m_full["actor_loss"], rtol=1e-5)
     rows = (tmp_path / "a" / "progress.csv").read_text().splitlines()
     assert len(rows) == 1 + 4 and rows[0].startswith("iteration,num_steps")
