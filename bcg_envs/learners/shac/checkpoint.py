@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 import flax.serialization
 import jax
@@ -29,8 +29,10 @@ import numpy as np
 
 from bcg_envs.learners.shac.networks import NetworkConfig, Params, inference_fn_from_config
 
-if TYPE_CHECKING:  # pragma: no cover
-    from bcg_envs.learners.shac.train import TrainState
+#: The training state (``train.TrainState``): a pytree with ``iteration``, ``normalizer``,
+#: ``actor`` and ``critic``. Typed loosely here so that this module does not import the
+#: trainer that imports it.
+TrainingState = Any
 
 CHECKPOINT_PREFIX = "shac_"
 
@@ -40,7 +42,7 @@ def checkpoint_path(checkpoint_dir: Union[str, Path], iteration: int) -> Path:
     return Path(checkpoint_dir) / f"{CHECKPOINT_PREFIX}{int(iteration):08d}.msgpack"
 
 
-def save_checkpoint(path: Union[str, Path], ts: "TrainState", meta: Optional[Dict[str, Any]] = None) -> Path:
+def save_checkpoint(path: Union[str, Path], ts: TrainingState, meta: Optional[Dict[str, Any]] = None) -> Path:
     """Write the whole training state (flax msgpack of its leaves) atomically."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -75,7 +77,7 @@ def _read(path: Union[str, Path]) -> Dict[str, Any]:
     return flax.serialization.msgpack_restore(latest_checkpoint(path).read_bytes())
 
 
-def load_checkpoint(path: Union[str, Path], template: "TrainState") -> "TrainState":
+def load_checkpoint(path: Union[str, Path], template: TrainingState) -> TrainingState:
     """Restore a ``TrainState`` saved by ``save_checkpoint`` into ``template``'s structure."""
     leaves = _read(path)["leaves"]
     ref, treedef = jax.tree.flatten(template)
