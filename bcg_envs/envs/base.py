@@ -331,17 +331,28 @@ class MjxEnv(abc.ABC):
         )
         if carried:
             info.update(dict(zip(BRANCH_INFO, (result.branches.z, result.branches.valid & ~diverged))))
-        info = self.update_info(state.data, data, info)
-        reward, weighted = self.reward(state.data, action, data, info)
+        obs, reward, done, info, weighted = self.finish_step(state.data, action, data, info)
+        metrics = dict(state.metrics)
+        metrics.update({f"reward/{k}": v for k, v in weighted.items()})
+        metrics["is_success"] = info["is_success"].astype(jnp.float32)
+        return state.replace(data=data, obs=obs, reward=reward, done=done.astype(jnp.float32), metrics=metrics, info=info)
+
+    def finish_step(self, prev: mjx.Data, action: jax.Array, data: mjx.Data, info: Dict[str, Any]):
+        """The task's side of a step, after the physics, shared by both backends (MJX here,
+        MuJoCo C through ``mujoco_backend.TaskProgram``): ``update_info``; the reward,
+        0 on a diverged step; ``truncated`` (``step >= episode_length``); ``done`` =
+        diverged or ``terminated``; ``is_success``, never on a diverged step; the
+        observation. ``info`` already holds the physics' entries of this step (``step``
+        advanced, ``sim_diverged``, contact forces). Pure: returns ``(obs, reward, done,
+        info, weighted reward terms)``."""
+        diverged = jnp.asarray(info["sim_diverged"], bool)
+        info = dict(self.update_info(prev, data, dict(info)))
+        reward, weighted = self.reward(prev, action, data, info)
         reward = jnp.where(diverged, 0.0, reward)
         info["truncated"] = info["step"] >= self.episode_length
         done = diverged | self.terminated(data, info)
         info["is_success"] = ~diverged & jnp.asarray(self.success(data, info), bool)
-        metrics = dict(state.metrics)
-        metrics.update({f"reward/{k}": v for k, v in weighted.items()})
-        metrics["is_success"] = info["is_success"].astype(jnp.float32)
-        obs = self.observe(data, info)
-        return state.replace(data=data, obs=obs, reward=reward, done=done.astype(jnp.float32), metrics=metrics, info=info)
+        return self.observe(data, info), reward, done, info, weighted
 
     def grad_step(
         self, state: State, action: jax.Array, estimator: Optional[str] = None, bundle: Optional[BundleConfig] = None

@@ -109,13 +109,9 @@ class _ContactLayout:
 
 class TaskProgram:
     """``(prev, action, data, info) -> (obs, reward, done, success, weighted terms, task
-    info)``, jitted once.
-
-    Mirrors ``MjxEnv._step`` after the physics: ``update_info`` first, then the reward sees
-    ``info`` as given (step already advanced) and is zeroed on divergence; ``terminated``,
-    ``success`` and ``observe`` see ``truncated = step >= episode_length``;
-    ``done = diverged | terminated``; ``success`` is False on divergence. The task's own
-    info entries come back only when the task overrides ``update_info``.
+    info)``, jitted once: the task's ``MjxEnv.finish_step`` (the same function the MJX
+    step calls) on leaves read from C data. The task's own info entries come back only
+    when the task overrides ``update_info``.
     Inputs travel as one float and one int vector holding only the leaves it reads.
     """
 
@@ -185,17 +181,8 @@ class TaskProgram:
         env = self.env
         prev = jax.tree_util.tree_unflatten(self._treedef, prev_leaves)
         data = jax.tree_util.tree_unflatten(self._treedef, data_leaves)
-        diverged = info["sim_diverged"]
-        action = jnp.clip(action, -1.0, 1.0)
-        info = env.update_info(prev, data, dict(info))
-        reward, weighted = env.reward(prev, action, data, info)
-        reward = jnp.where(diverged, 0.0, reward)
-        info = dict(info)
-        info["truncated"] = info["step"] >= env.episode_length
-        done = diverged | env.terminated(data, info)
-        success = ~diverged & jnp.asarray(env.success(data, info), bool)
-        obs = env.observe(data, info)
-        return obs, reward, done, success, weighted, {k: info[k] for k in self.task_info_keys}
+        obs, reward, done, info, weighted = env.finish_step(prev, jnp.clip(action, -1.0, 1.0), data, info)
+        return obs, reward, done, info["is_success"], weighted, {k: info[k] for k in self.task_info_keys}
 
     def _packed(self, fvec, ivec):
         leaves: Dict[str, Dict[Any, Any]] = {"prev": {}, "data": {}, "info": {}, "action": {}}
