@@ -1,0 +1,111 @@
+"""Equal-effort hyper-parameter tuning for the comparison: the same grid size, env-step
+budget and seed for every algorithm.
+
+    python -m baselines.tune --env BoxPush-v0 --algos sb3_ppo shac_bcg --steps 200000 --seed 0
+
+The grids are ``baselines/configs/tuning/grids.json``: per config section (``sb3_ppo``,
+``brax_ppo``, ``shac``, ``brax_apg``) a list of values per key, six settings each (their
+product). Every setting overrides the task's config (``baselines/configs/<env>.json``) and
+trains once with the protocol of ``baselines.compare`` (same evaluation episodes,
+deterministic policy). A setting is scored by its final success rate, ties broken by the
+mean return of its last two evaluations. Runs go to ``<out>/<algo>/<setting>_seed<s>.csv``
+and resume like the comparison's (finished settings are skipped); ``<out>/tuning.md`` lists
+every setting's score and marks the best per algorithm. The chosen settings are copied
+into ``baselines/configs/<env>.json`` by hand, with the table in the results README.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+from pathlib import Path
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from baselines import compare
+from bcg_envs.utils import single_cpu_client
+
+GRIDS = compare.CONFIGS / "tuning" / "grids.json"
+
+
+def settings(grid: Dict[str, list]) -> List[Dict[str, object]]:
+    """Every combination of the grid's values, in the grid's key order."""
+    keys = list(grid)
+    return [dict(zip(keys, values)) for values in itertools.product(*(grid[k] for k in keys))]
+
+
+def setting_name(setting: Dict[str, object]) -> str:
+    """A file-name-safe name of a setting: ``actor_lr=0.002,horizon=16``."""
+    return ",".join(f"{k}={v}" for k, v in setting.items())
+
+
+def score(rows: List[compare.Row]) -> Tuple[float, float]:
+    """(final success rate, mean return of the last two evaluations): larger is better."""
+    tail = rows[-2:]
+    return rows[-1]["eval_success"], float(np.mean([r["eval_return"] for r in tail]))
+
+
+def tune(env_id: str, algos: List[str], steps: int, seed: int, out_dir: Path, evals: int = 5,
+         grids_path: Path = GRIDS) -> str:
+    """Run every setting of every algorithm's grid (skipping finished ones) and write
+    ``tuning.md``; returns its text."""
+    base = compare.load_config(env_id)
+    grids = json.loads(Path(grids_path).read_text())
+    plans = []
+    for algo in algos:
+        section = compare.config_section(algo)
+        if section not in grids:
+            raise ValueError(f"{grids_path} has no grid for {section!r} (algorithm {algo!r})")
+        for setting in settings(grids[section]):
+            cfg = json.loads(json.dumps(base))
+            cfg[section].update(setting)
+            compare.validate_config(cfg, env_id, [algo])
+            plans.append((algo, setting, cfg))
+    for algo, setting, cfg in plans:
+        path = out_dir / algo / f"{setting_name(setting)}_seed{seed}.csv"
+        if compare.is_complete(path, steps):
+            continue
+        print(f"[{env_id}] tune {algo} {setting_name(setting)} seed {seed}: {steps:,} env steps", flush=True)
+        checkpoints = out_dir / "checkpoints" / algo / f"{setting_name(setting)}_seed{seed}"
+        compare.RUNNERS[algo](env_id, steps, seed, cfg, evals, compare.Recorder(env_id, path), checkpoints)
+    table = tuning_table(out_dir, plans, seed)
+    (out_dir / "tuning.md").write_text(table + "\n")
+    print(table)
+    return table
+
+
+def tuning_table(out_dir: Path, plans, seed: int) -> str:
+    lines = ["| algorithm | setting | final success | return (last 2 evals) | env steps | best |", "|---|---|---|---|---|---|"]
+    by_algo: Dict[str, list] = {}
+    for algo, setting, _ in plans:
+        rows = compare.read_rows(out_dir / algo / f"{setting_name(setting)}_seed{seed}.csv")
+        if rows:
+            by_algo.setdefault(algo, []).append((setting, rows))
+    for algo, entries in by_algo.items():
+        best = max(range(len(entries)), key=lambda i: score(entries[i][1]))
+        for i, (setting, rows) in enumerate(entries):
+            success, ret = score(rows)
+            lines.append(f"| {algo} | {setting_name(setting)} | {100 * success:.1f} % | {ret:.1f} "
+                         f"| {rows[-1]['env_steps']:,.0f} | {'yes' if i == best else ''} |")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[List[str]] = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--env", default="BoxPush-v0")
+    parser.add_argument("--algos", nargs="+", default=list(compare.ALGORITHMS), choices=list(compare.ALGORITHMS))
+    parser.add_argument("--steps", type=int, default=200_000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--evals", type=int, default=5)
+    parser.add_argument("--out", default=None)
+    parser.add_argument("--grids", default=str(GRIDS), help="JSON of the grids (default: baselines/configs/tuning/grids.json)")
+    args = parser.parse_args(argv)
+    single_cpu_client()
+    out = Path(args.out or f"baselines/results/{args.env}/tuning")
+    tune(args.env, args.algos, args.steps, args.seed, out, args.evals, Path(args.grids))
+
+
+if __name__ == "__main__":
+    main()

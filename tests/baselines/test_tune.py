@@ -1,0 +1,58 @@
+"""baselines/tune.py: grids, names, scores and the table on synthetic runs; the committed
+grids are equal in size and accepted by every algorithm."""
+
+import json
+
+import pytest
+
+from baselines import compare, tune
+
+
+def test_settings_are_the_grid_product_in_key_order():
+    grid = {"learning_rate": [1e-4, 3e-4, 1e-3], "ent_coef": [0.0, 0.01]}
+    out = tune.settings(grid)
+    assert len(out) == 6 and out[0] == {"learning_rate": 1e-4, "ent_coef": 0.0}
+    assert tune.setting_name(out[1]) == "learning_rate=0.0001,ent_coef=0.01"
+
+
+def test_committed_grids_have_equal_effort_and_valid_keys():
+    grids = json.loads(tune.GRIDS.read_text())
+    sizes = {section: len(tune.settings(grid)) for section, grid in grids.items() if section != "about"}
+    assert set(sizes) == {"sb3_ppo", "brax_ppo", "shac", "brax_apg"}
+    assert len(set(sizes.values())) == 1, sizes  # the same number of settings for everyone
+    base = compare.load_config("BoxPush-v0")
+    for algo in compare.ALGORITHMS:
+        section = compare.config_section(algo)
+        for setting in tune.settings(grids[section]):
+            cfg = json.loads(json.dumps(base))
+            cfg[section].update(setting)
+            compare.validate_config(cfg, "BoxPush-v0", [algo])
+
+
+def test_score_prefers_success_then_return():
+    def rows(success, returns):
+        return [dict(env_steps=i, eval_success=success, eval_return=r) for i, r in enumerate(returns)]
+
+    assert tune.score(rows(0.5, [0, 10, 20])) == (0.5, 15.0)
+    assert tune.score(rows(0.5, [0, 0, 0])) > tune.score(rows(0.25, [0, 100, 100]))
+
+
+def test_table_marks_the_best_setting(tmp_path):
+    grid = {"actor_lr": [0.001, 0.002]}
+    plans = [("shac_bcg", s, None) for s in tune.settings(grid)]
+    for (algo, setting, _), final in zip(plans, (0.2, 0.6)):
+        compare.write_csv(tmp_path / algo / f"{tune.setting_name(setting)}_seed0.csv", [
+            dict(env_steps=0, sim_steps=0, wall_clock=0, eval_return=1.0, eval_success=0.0, eval_length=200,
+                 eval_episodes=64),
+            dict(env_steps=1000, sim_steps=3000, wall_clock=1, eval_return=2.0, eval_success=final, eval_length=200,
+                 eval_episodes=64)])
+    table = tune.tuning_table(tmp_path, plans, 0)
+    assert "| shac_bcg | actor_lr=0.001 | 20.0 % | 1.5 | 1,000 |  |" in table
+    assert "| shac_bcg | actor_lr=0.002 | 60.0 % | 1.5 | 1,000 | yes |" in table
+
+
+def test_unknown_section_is_refused(tmp_path):
+    grids = tmp_path / "grids.json"
+    grids.write_text(json.dumps({"shac": {"actor_lr": [0.001]}}))
+    with pytest.raises(ValueError, match="no grid for 'sb3_ppo'"):
+        tune.tune("BoxPush-v0", ["sb3_ppo"], 64, 0, tmp_path / "out", grids_path=grids)
