@@ -134,6 +134,44 @@ def validate_config(cfg: dict, env_id: str, algos: List[str]) -> None:
             raise ValueError(f"config[{section!r}]: missing required keys {missing}")
 
 
+def planned_env_steps(algo: str, cfg: dict, steps: int, evals: int) -> int:
+    """The env steps ``algo`` will actually train for with a budget of ``steps`` and
+    ``evals`` evaluations: each learner rounds the budget to whole updates. SB3 PPO: whole
+    rollouts of ``n_envs x n_steps`` (as ``run_sb3_ppo`` caps ``n_steps``); Brax PPO: per
+    evaluation epoch, whole training steps of ``batch_size x num_minibatches x
+    unroll_length`` (Brax rounds up, so a batch larger than the budget per evaluation
+    multiplies the budget); SHAC: whole iterations of ``num_envs x horizon``; Brax APG:
+    whole updates of ``num_envs x horizon_length`` (rounded down)."""
+    p = cfg[config_section(algo)]
+    if algo == "sb3_ppo":
+        n_envs = p.get("n_envs", 1)
+        per = n_envs * min(p["n_steps"], max(steps // (2 * n_envs), 16))
+        return math.ceil(steps / per) * per
+    if algo == "brax_ppo":
+        per = p["batch_size"] * p["num_minibatches"] * p.get("unroll_length", 10)
+        epochs = max(evals, 1)  # compare passes num_evals = evals + 1
+        return epochs * math.ceil(steps / (epochs * per)) * per
+    if algo == "brax_apg":
+        per = p["num_envs"] * p["horizon_length"]
+        return max(1, steps // per) * per
+    per = p.get("num_envs", 64) * p.get("horizon", 32)  # shac_*
+    return math.ceil(steps / per) * per
+
+
+def check_budgets(cfg: dict, algos: List[str], steps: int, evals: int, tolerance: float = 0.1) -> Dict[str, int]:
+    """Refuse a config under which some algorithm would train for more than ``tolerance``
+    off the budget (equal budgets are the protocol); returns the planned env steps."""
+    planned = {algo: planned_env_steps(algo, cfg, steps, evals) for algo in algos}
+    off = {a: n for a, n in planned.items() if abs(n - steps) > tolerance * steps}
+    if off:
+        raise ValueError(
+            f"unequal budgets: with --steps {steps:,} and --evals {evals} these algorithms would train for "
+            f"{ {a: f'{n:,}' for a, n in off.items()} } env steps; choose a budget that is a multiple of their "
+            "update sizes or smaller batches in the config (see planned_env_steps)"
+        )
+    return planned
+
+
 # ----- the protocol: one evaluation for every algorithm ----------------------------------
 def evaluate(env_id: str, act: Callable[[np.ndarray], np.ndarray]) -> Row:
     """Score a policy (observation -> action) on the protocol's episodes: ``EVAL_EPISODES``
@@ -546,6 +584,7 @@ def compare(env_id: str, algos: List[str], seeds: List[int], steps: int, out_dir
             config: Optional[Path] = None) -> str:
     cfg = load_config(env_id, config)
     validate_config(cfg, env_id, algos)
+    planned = check_budgets(cfg, algos, steps, evals)
     out_dir.mkdir(parents=True, exist_ok=True)
     for algo in algos:
         for seed in seeds:
@@ -553,7 +592,7 @@ def compare(env_id: str, algos: List[str], seeds: List[int], steps: int, out_dir
             if is_complete(path, steps):
                 print(f"[{env_id}] {algo} seed {seed}: complete in {path}, skipped")
                 continue
-            print(f"[{env_id}] {algo} seed {seed}: {steps:,} env steps", flush=True)
+            print(f"[{env_id}] {algo} seed {seed}: {planned[algo]:,} env steps", flush=True)
             checkpoints = out_dir / "checkpoints" / f"{algo}_seed{seed}"
             recorder = Recorder(env_id, path)
             RUNNERS[algo](env_id, steps, seed, cfg, evals, recorder, checkpoints)

@@ -62,6 +62,7 @@ def tune(env_id: str, algos: List[str], steps: int, seed: int, out_dir: Path, ev
             cfg = json.loads(json.dumps(base))
             cfg[section].update(setting)
             compare.validate_config(cfg, env_id, [algo])
+            compare.check_budgets(cfg, [algo], steps, evals)
             plans.append((algo, setting, cfg))
     for algo, setting, cfg in plans:
         path = out_dir / algo / f"{setting_name(setting)}_seed{seed}.csv"

@@ -151,3 +151,17 @@ def test_every_algorithm_runs_end_to_end(tmp_path, algo, monkeypatch):
     # the gradient learners, more where bcg bundled.
     per_step = rows[-1]["sim_steps"] / rows[-1]["env_steps"]
     assert per_step == 1.0 if "ppo" in algo else per_step >= 3.0
+
+
+def test_planned_budgets_are_equal_for_the_committed_configs():
+    """Every algorithm trains for the budget within 10 % at the budgets the repository runs:
+    BoxPush 200k (5 evaluations), the GPU script's 1,966,080 (10) -- where Brax PPO's
+    paper-size batch once made it train 3.9x longer than the rest."""
+    gpu = compare.load_config("G1Jump-v0", compare.CONFIGS / "G1Jump-v0.gpu.json")
+    planned = compare.check_budgets(gpu, list(compare.ALGORITHMS), 1_966_080, 10)
+    assert set(planned.values()) == {1_966_080}
+    compare.check_budgets(compare.load_config("BoxPush-v0"), list(compare.ALGORITHMS), 200_000, 5)
+    gpu["brax_ppo"].update(batch_size=1024, num_minibatches=32)  # the old 786,432-step batch
+    assert compare.planned_env_steps("brax_ppo", gpu, 2_000_000, 10) == 7_864_320
+    with pytest.raises(ValueError, match="unequal budgets.*brax_ppo"):
+        compare.check_budgets(gpu, ["shac_bcg", "brax_ppo"], 2_000_000, 10)
