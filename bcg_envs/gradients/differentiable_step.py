@@ -38,6 +38,7 @@ import numpy as np
 from mujoco import mjx
 
 from bcg_envs.gradients import estimators
+from bcg_envs.gradients.trigger import bundle_decision
 from bcg_envs.gradients.config import BundleConfig, check_estimator, samples_for
 from bcg_envs.gradients.perturbations import (
     contact_jacobian,
@@ -168,11 +169,11 @@ class DifferentiableStep:
             sampler = contact_sampler(jac, active, self.nx, self.nv, self.nu, cfg, perturbable)
         else:
             sigma = global_sigma(self.nv, self.na, self.nu, cfg, zeroth=self.estimator in ("zeroth", "alpha"))
-            sampler = global_sampler(sigma, self.nx)
+            sampler = global_sampler(jnp.asarray(sigma, jnp.float32), self.nx)
         return estimators.sample_offsets(sampler, key, self.num_samples, cfg.antithetic)
 
     def _sigma(self):
-        return global_sigma(self.nv, self.na, self.nu, self.config, zeroth=True)
+        return jnp.asarray(global_sigma(self.nv, self.na, self.nu, self.config, zeroth=True), jnp.float32)
 
     def _jacobians(self, data0, action, key, contact, next_data):
         f = self.transition(data0, action, next_data)
@@ -229,13 +230,10 @@ class DifferentiableStep:
         return measure > self.config.force_threshold
 
     def _trigger(self, contact, window):
-        if self.estimator == "bcg":
-            return jnp.any(self._pressing(contact)) | (window > 0)
-        return jnp.asarray(self.estimator != "exact")
+        return bundle_decision(self.estimator, jnp.any(self._pressing(contact)), window, self.config.horizon)[0]
 
     def _next_window(self, contact, window):
-        pressing = jnp.any(self._pressing(contact))
-        return jnp.where(pressing, self.config.horizon - 1, jnp.maximum(window - 1, 0)).astype(jnp.int32)
+        return bundle_decision(self.estimator, jnp.any(self._pressing(contact)), window, self.config.horizon)[1]
 
     # ----- forward pass ----------------------------------------------------------------
     def _forward(self, data0, action, key, window):

@@ -29,8 +29,9 @@ from mujoco.mjx._src import support
 from bcg_envs.gradients.config import BundleConfig
 
 
-def global_sigma(nv: int, na: int, nu: int, config: BundleConfig, zeroth: bool) -> jnp.ndarray:
-    """Per-input std of the global bundle: (dq, dqvel, dact, du).
+def global_sigma(nv: int, na: int, nu: int, config: BundleConfig, zeroth: bool) -> np.ndarray:
+    """Per-input std of the global bundle: (dq, dqvel, dact, du), float64 NumPy (both
+    backends use it; JAX code takes it as a float32 constant).
 
     The zeroth-order fit needs every input perturbed, so for it zero stds of the
     actuator states and actions fall back to ``state_sigma[0]``.
@@ -38,9 +39,7 @@ def global_sigma(nv: int, na: int, nu: int, config: BundleConfig, zeroth: bool) 
     pos, vel = config.state_sigma
     act = pos if zeroth else 0.0
     u = config.action_sigma if (config.action_sigma > 0 or not zeroth) else pos
-    return jnp.concatenate(
-        [jnp.full(nv, pos), jnp.full(nv, vel), jnp.full(na, act), jnp.full(nu, u)]
-    ).astype(jnp.float32)
+    return np.concatenate([np.full(nv, pos), np.full(nv, vel), np.full(na, act), np.full(nu, u)])
 
 
 def global_sampler(sigma: jnp.ndarray, nx: int):

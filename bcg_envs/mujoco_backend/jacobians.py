@@ -12,7 +12,7 @@ import numpy as np
 from bcg_envs.envs.base import Jacobians
 from bcg_envs.gradients.config import BundleConfig, check_estimator, samples_for
 from bcg_envs.gradients.estimators import alpha_order_combine
-from bcg_envs.gradients.perturbations import floating_base_dofs
+from bcg_envs.gradients.perturbations import floating_base_dofs, global_sigma
 from bcg_envs.mujoco_backend.simulation import FD_EPS, KIN_FD_EPS, FULL_STATE, ContactLog, EnvCore, TaskModel
 
 
@@ -89,14 +89,6 @@ def _least_squares(w, dy, valid, scale):
     return (sol / scale[:, None]).T
 
 
-def _global_sigma(s: TaskModel, cfg: BundleConfig, zeroth: bool) -> np.ndarray:
-    """``bcg_envs.gradients.perturbations.global_sigma`` in NumPy."""
-    pos, vel = cfg.state_sigma
-    act = pos if zeroth else 0.0
-    u = cfg.action_sigma if (cfg.action_sigma > 0 or not zeroth) else pos
-    return np.concatenate([np.full(s.nv, pos), np.full(s.nv, vel), np.full(s.na, act), np.full(s.nu, u)])
-
-
 def _sample(rng: np.random.Generator, draw: Callable[[], Tuple[np.ndarray, np.ndarray]], cfg: BundleConfig):
     """``cfg.num_samples`` offsets (resolved by ``Stepper.config``), +/- pairs if antithetic."""
     n = cfg.num_samples // 2 if cfg.antithetic else cfg.num_samples
@@ -159,7 +151,7 @@ def _estimate(core: EnvCore, f: Transition, estimator: str, cfg: BundleConfig, l
     if estimator == "bcg":
         draw = _contact_sampler(core, log, cfg, rng)
     else:
-        sigma = _global_sigma(s, cfg, zeroth=estimator in ("zeroth", "alpha"))
+        sigma = global_sigma(s.nv, s.na, s.nu, cfg, zeroth=estimator in ("zeroth", "alpha"))
         draw = lambda: (lambda w: (w[:nx], w[nx:]))(sigma * rng.standard_normal(nx + nu))
     dx, du = _sample(rng, draw, cfg)
     n = dx.shape[0]
@@ -167,7 +159,7 @@ def _estimate(core: EnvCore, f: Transition, estimator: str, cfg: BundleConfig, l
         A_i, B_i = f.jacobians_at(dx, du)
         valid = _finite(A_i, B_i)
         return _masked_mean(A_i, valid), _masked_mean(B_i, valid), int(n - valid.sum()), 1.0
-    sigma = np.maximum(_global_sigma(s, cfg, zeroth=True), 1e-12)
+    sigma = np.maximum(global_sigma(s.nv, s.na, s.nu, cfg, zeroth=True), 1e-12)
     Y = f(np.concatenate([zx, dx]), np.concatenate([zu, du]))
     dy = Y[1:] - Y[:1]
     w = np.concatenate([dx, du], 1)
@@ -180,7 +172,7 @@ def _estimate(core: EnvCore, f: Transition, estimator: str, cfg: BundleConfig, l
     A_i, B_i = f.jacobians_at(dx, du)
     valid = valid & _finite(A_i, B_i)
     AB, alpha = alpha_order_combine(np.concatenate([A_i, B_i], axis=2), valid, w, dy,
-                                    _global_sigma(s, cfg, zeroth=True), cfg.alpha_tolerance)
+                                    global_sigma(s.nv, s.na, s.nu, cfg, zeroth=True), cfg.alpha_tolerance)
     AB = np.asarray(AB)
     return AB[:, :nx], AB[:, nx:], int(n - valid.sum()), float(np.asarray(alpha))
 
@@ -222,7 +214,7 @@ def _mean_forward(core: EnvCore, f: Transition, estimator: str, cfg: BundleConfi
     if estimator == "bcg":
         draw = _contact_sampler(core, log, cfg, rng)
     else:
-        sigma = _global_sigma(s, cfg, zeroth=estimator in ("zeroth", "alpha"))
+        sigma = global_sigma(s.nv, s.na, s.nu, cfg, zeroth=estimator in ("zeroth", "alpha"))
         draw = lambda: (lambda w: (w[: s.nx], w[s.nx :]))(sigma * rng.standard_normal(s.nx + s.nu))
     dx, du = _sample(rng, draw, cfg)
     y = f(dx, du)

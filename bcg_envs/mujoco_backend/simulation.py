@@ -14,6 +14,7 @@ from mujoco import rollout as mj_rollout
 
 from bcg_envs.envs.base import MAX_QVEL, STEP_INFO, MjxEnv
 from bcg_envs.gradients.config import BundleConfig
+from bcg_envs.gradients.trigger import bundle_decision
 from bcg_envs.mujoco_backend.task_program import TaskProgram
 from bcg_envs.registry import make_jax
 
@@ -423,11 +424,9 @@ class EnvCore:
         truncated = self.info["truncated"] and not done
         return obs, reward, done, truncated
 
-    # ----- trigger logic (``DifferentiableStep._trigger`` / ``_next_window``) ------------
+    # ----- trigger logic (``bcg_envs.gradients.trigger``, shared with the MJX step) -------
     def trigger(self, estimator: str, cfg: BundleConfig, log: ContactLog) -> Tuple[bool, int]:
         """(whether this step bundles, the next step's bundle window; 0 unless ``bcg``)."""
-        if estimator != "bcg":
-            return estimator != "exact", 0
-        window = int(self.info["bundle_window"])
-        pressing = bool(log.pressing(cfg))
-        return pressing or window > 0, cfg.horizon - 1 if pressing else max(window - 1, 0)
+        bundles, window = bundle_decision(estimator, bool(log.pressing(cfg)), int(self.info["bundle_window"]),
+                                          cfg.horizon, xp=np)
+        return bool(bundles), int(window)

@@ -1,0 +1,34 @@
+"""When an estimator bundles a step, and the ``bcg`` window that follows a trigger.
+
+Written once for both physics backends: the MJX step calls these with JAX arrays (inside
+``jit``), the MuJoCo C backend with Python scalars. ``xp`` is the array module (``jax.numpy``
+or ``numpy``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Tuple
+
+import jax.numpy as jnp
+
+
+def bundle_decision(estimator: str, pressing: Any, window: Any, horizon: int, xp: Any = jnp) -> Tuple[Any, Any]:
+    """``(bundles, next_window)`` of one control step.
+
+    ``bcg`` bundles where a contact event fires the trigger (``pressing``: some event's
+    force, or its rise, above ``BundleConfig.force_threshold``) and on the ``horizon - 1``
+    steps after it (``window`` counts the steps still to go in a branch rollout); a new
+    trigger restarts the window. ``exact`` never bundles; ``bundle``, ``zeroth`` and
+    ``alpha`` bundle every step. The window is 0 for every estimator but ``bcg``.
+
+    Args:
+      estimator: the step's estimator name.
+      pressing: bool, whether a contact event fires the trigger at this step.
+      window: int >= 0, the steps left in the current window before this step.
+      horizon: ``BundleConfig.horizon`` (H control steps per branch rollout).
+    """
+    if estimator != "bcg":
+        return xp.asarray(estimator != "exact"), xp.zeros((), xp.int32)
+    bundles = xp.asarray(pressing) | (xp.asarray(window) > 0)
+    next_window = xp.where(pressing, horizon - 1, xp.maximum(xp.asarray(window) - 1, 0)).astype(xp.int32)
+    return bundles, next_window
