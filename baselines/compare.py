@@ -292,7 +292,7 @@ def run_sb3_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int, recor
     remaining = steps - model.num_timesteps
     if remaining > 0:
         model.learn(total_timesteps=remaining, callback=Eval(), reset_num_timesteps=not resume)
-    if recorder.rows[-1]["env_steps"] != model.num_timesteps:
+    if not recorder.rows or recorder.rows[-1]["env_steps"] != model.num_timesteps:
         record()
     env.close()
 
