@@ -25,6 +25,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from baselines import compare
+from bcg_envs.stats import format_success, wilson_interval
 from bcg_envs.utils import single_cpu_client
 
 GRIDS = compare.CONFIGS / "tuning" / "grids.json"
@@ -78,7 +79,8 @@ def tune(env_id: str, algos: List[str], steps: int, seed: int, out_dir: Path, ev
 
 
 def tuning_table(out_dir: Path, plans, seed: int) -> str:
-    lines = ["| algorithm | setting | final success | return (last 2 evals) | env steps | best |", "|---|---|---|---|---|---|"]
+    lines = ["| algorithm | setting | final success [95% CI] | return (last 2 evals) | env steps | best |",
+             "|---|---|---|---|---|---|"]
     by_algo: Dict[str, list] = {}
     for algo, setting, _ in plans:
         rows = compare.read_rows(out_dir / algo / f"{setting_name(setting)}_seed{seed}.csv")
@@ -88,7 +90,11 @@ def tuning_table(out_dir: Path, plans, seed: int) -> str:
         best = max(range(len(entries)), key=lambda i: score(entries[i][1]))
         for i, (setting, rows) in enumerate(entries):
             success, ret = score(rows)
-            lines.append(f"| {algo} | {setting_name(setting)} | {100 * success:.1f} % | {ret:.1f} "
+            n = int(rows[-1]["eval_episodes"])
+            k = int(round(success * n))
+            low, high = wilson_interval(k, n)
+            success_text = format_success({"success_rate": k / n, "success_low": low, "success_high": high})
+            lines.append(f"| {algo} | {setting_name(setting)} | {success_text} | {ret:.1f} "
                          f"| {rows[-1]['env_steps']:,.0f} | {'yes' if i == best else ''} |")
     return "\n".join(lines)
 

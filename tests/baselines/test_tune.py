@@ -6,6 +6,7 @@ import json
 import pytest
 
 from baselines import compare, tune
+from bcg_envs.stats import format_success, wilson_interval
 
 
 def test_settings_are_the_grid_product_in_key_order():
@@ -47,8 +48,11 @@ def test_table_marks_the_best_setting(tmp_path):
             dict(env_steps=1000, sim_steps=3000, wall_clock=1, eval_return=2.0, eval_success=final, eval_length=200,
                  eval_episodes=64)])
     table = tune.tuning_table(tmp_path, plans, 0)
-    assert "| shac_bcg | actor_lr=0.001 | 20.0 % | 1.5 | 1,000 |  |" in table
-    assert "| shac_bcg | actor_lr=0.002 | 60.0 % | 1.5 | 1,000 | yes |" in table
+    # 20 % and 60 % of 64 episodes round to 13 and 38 successes, with Wilson intervals.
+    for k, best in ((13, ""), (38, "yes")):
+        low, high = wilson_interval(k, 64)
+        text = format_success({"success_rate": k / 64, "success_low": low, "success_high": high})
+        assert f"| {text} | 1.5 | 1,000 | {best} |" in table
 
 
 def test_unknown_section_is_refused(tmp_path):
