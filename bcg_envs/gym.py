@@ -1,30 +1,31 @@
-"""Gymnasium adapter: NumPy in and out over the JAX environments.
+"""The Gymnasium envs of every task, over either physics backend.
 
-``GymEnv`` is one environment (``gym.make("bcg_envs/BoxPush-v0")``) and ``GymVectorEnv``
-a batch stepped with ``jax.vmap`` (``gym.make_vec(..., num_envs=N)``), both with
-``grad_step``. Episodes truncate inside the environment after ``episode_length`` steps
+``GymEnv`` is one environment (``gym.make("bcg_envs/BoxPush-v0", backend=...)``) and
+``GymVectorEnv`` a batch with same-step autoreset (``gym.make_vec(..., num_envs=N)``), both
+with ``grad_step``. They own the Gymnasium contract (spaces, seeding, argument checks, the
+reset guard, rendering) and leave the physics to a ``Simulation`` (``BatchSimulation``):
+``bcg_envs.mjx_backend`` steps the JAX env's jitted functions (``backend="mjx"``, the
+default), ``bcg_envs.mujoco_backend`` steps its model in MuJoCo C (``backend="mujoco"``).
+Episodes truncate inside the environment after ``episode_length`` steps
 (``info["truncated"]``), so ``step`` and ``grad_step`` count steps the same way.
 """
 
 from __future__ import annotations
 
-from typing import Any, Dict, NamedTuple, Optional, Tuple
+from typing import Any, Dict, NamedTuple, Optional, Protocol, Tuple
 
 import gymnasium
-import jax
-import jax.numpy as jnp
 import numpy as np
 from gymnasium import spaces
 from gymnasium.vector.utils import batch_space
 
-from bcg_envs.envs.base import Jacobians, MjxEnv
+from bcg_envs.envs.base import OBS_BOUND, Jacobians, MjxEnv
 from bcg_envs.gradients.config import BundleConfig, check_estimator
+from bcg_envs.mjx_backend import MjxBatchSimulation, MjxSimulation
 from bcg_envs.registry import make_jax
 
-_HIDDEN_INFO = ("rng",)
-
-#: Observations are clipped to +-OBS_BOUND so that they always lie in the space.
-OBS_BOUND = 1e6
+#: The physics backends: ``"mjx"`` (jitted JAX, float32) and ``"mujoco"`` (MuJoCo C, float64).
+BACKENDS = ("mjx", "mujoco")
 
 
 class GradStepResult(NamedTuple):
@@ -66,28 +67,6 @@ def check_action(action: Any, shape: tuple, name: str = "action") -> np.ndarray:
     return arr.astype(np.float32)
 
 
-def _to_numpy_info(state) -> Dict[str, Any]:
-    info = {k: np.asarray(v) for k, v in state.info.items() if k not in _HIDDEN_INFO}
-    info.update({k: np.asarray(v) for k, v in state.metrics.items() if k not in info})  # is_success stays bool
-    return info
-
-
-def _scalarize(info: Dict[str, Any]) -> Dict[str, Any]:
-    return {k: (v.item() if v.ndim == 0 else v) for k, v in info.items()}
-
-
-def _autoreset(env: MjxEnv, new):
-    """Replace every ended (done or truncated) state in a batch by a fresh episode."""
-    ended = (new.done > 0) | new.info["truncated"]
-    keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(new.info["rng"])
-    fresh = jax.vmap(env.reset)(keys)
-
-    def pick(a, b):
-        return jnp.where(ended.reshape(ended.shape + (1,) * (a.ndim - 1)), a, b)
-
-    return jax.tree.map(pick, fresh, new)
-
-
 def task_spaces(jax_env: MjxEnv) -> Tuple[spaces.Box, spaces.Box]:
     """One env's (observation, action) spaces: observations within +-OBS_BOUND, actions in [-1, 1]."""
     return (
@@ -96,112 +75,97 @@ def task_spaces(jax_env: MjxEnv) -> Tuple[spaces.Box, spaces.Box]:
     )
 
 
-def set_vector_spaces(vector_env: gymnasium.vector.VectorEnv, jax_env: MjxEnv, num_envs: int) -> None:
-    """A vector env's single and batched spaces (Gymnasium's ``VectorEnv`` attributes)."""
-    vector_env.single_observation_space, vector_env.single_action_space = task_spaces(jax_env)
-    vector_env.observation_space = batch_space(vector_env.single_observation_space, num_envs)
-    vector_env.action_space = batch_space(vector_env.single_action_space, num_envs)
+def _check_vector(value, size: int, name: str) -> np.ndarray:
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.shape != (size,):
+        raise ValueError(f"{name} must have shape ({size},), got {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite")
+    return arr
 
 
-class _Jitted:
-    """Jitted reset/step/grad_step of one JAX env, shared by the single and vector adapters.
-
-    Batched functions return ``(ended_state, next_state, ...)``: the state the step
-    reached and the state after autoreset.
-    """
-
-    def __init__(self, env: MjxEnv, batched: bool) -> None:
-        self.env = env
-        self.batched = batched
-        if batched:
-            self.reset = jax.jit(jax.vmap(env.reset))
-
-            def step(states, actions):
-                new = jax.vmap(env.step)(states, actions)
-                return new, _autoreset(env, new)
-
-            self.step = jax.jit(step)
-        else:
-            self.reset = jax.jit(env.reset)
-            self.step = jax.jit(env.step)
-        # Jitted like reset/step, so that set_state's state has the same (uncommitted)
-        # arrays as theirs and grad_step does not compile a second time for it.
-        self.state_from = jax.jit(env.state_from)
-        self._grad: Dict[tuple, Any] = {}
-
-    def grad_step(self, estimator: Optional[str], bundle: Optional[BundleConfig]):
-        if bundle is not None and not isinstance(bundle, BundleConfig):
-            raise ValueError(f"bundle must be a BundleConfig or None, got {type(bundle).__name__}")
-        key = (check_estimator(estimator or self.env.estimator), bundle)
-        if key not in self._grad:
-            env = self.env
-            env.stepper(*key)  # build outside of any trace
-
-            def one(state, action):
-                return env.grad_step(state, action, key[0], bundle)
-
-            if self.batched:
-
-                def batched(states, actions):
-                    new, jac = jax.vmap(one)(states, actions)
-                    return new, _autoreset(env, new), jac
-
-                self._grad[key] = jax.jit(batched)
-            else:
-                self._grad[key] = jax.jit(one)
-        return self._grad[key]
+def _check_backend(backend: str) -> None:
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
 
 
-class TaskEnv(gymnasium.Env):
-    """What the single Gymnasium envs of both backends share: spaces, rendering, the reset
-    guard and ``set_state``'s argument checks. Subclasses provide ``get_state`` and
-    ``_task_info`` (the episode's task info, ``None`` before the first reset)."""
+def _check_gradient_options(estimator: Optional[str], bundle: Optional[BundleConfig], default: str) -> str:
+    """``grad_step``'s estimator (``default`` if None) after checking it and ``bundle``."""
+    if bundle is not None and not isinstance(bundle, BundleConfig):
+        raise ValueError(f"bundle must be a BundleConfig or None, got {type(bundle).__name__}")
+    return check_estimator(estimator or default)
+
+
+# ----- what a physics backend provides -----------------------------------------------
+StepOutputs = Tuple[Any, Any, Any, Any, Dict[str, Any]]
+
+
+class Simulation(Protocol):
+    """One env's physics behind ``GymEnv``. ``reset`` draws from the Gym env's
+    ``np_random``; ``step``/``grad_step`` take a checked float32 action and return NumPy
+    ``(obs, reward, terminated, truncated, info)`` (``grad_step`` adds the ``Jacobians``)."""
+
+    jax_env: MjxEnv
+    default_estimator: str
+    model: Any
+    data: Any
+
+    def reset(self, rng: np.random.Generator) -> Tuple[np.ndarray, Dict[str, Any]]: ...
+    def step(self, action: np.ndarray) -> StepOutputs: ...
+    def grad_step(self, action: np.ndarray, estimator: str, bundle: Optional[BundleConfig]) -> tuple: ...
+    def get_state(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]: ...
+    def set_state(self, qpos: np.ndarray, qvel: np.ndarray, act: Optional[np.ndarray]) -> None: ...
+    def task_info(self) -> Optional[Dict[str, Any]]: ...
+    def close(self) -> None: ...
+
+
+class BatchSimulation(Protocol):
+    """``num_envs`` envs' physics behind ``GymVectorEnv``, with same-step autoreset: the
+    batched outputs of the step, then the new episodes' observations where one ended (the
+    ended ones in ``info["final_obs"]``, mask ``info["_final_obs"]``). ``reset`` keeps
+    ``rng`` for the autoresets that follow."""
+
+    jax_env: MjxEnv
+    default_estimator: str
+    model: Any
+
+    def reset(self, rng: np.random.Generator) -> Tuple[np.ndarray, Dict[str, Any]]: ...
+    def step(self, actions: np.ndarray) -> StepOutputs: ...
+    def grad_step(self, actions: np.ndarray, estimator: str, bundle: Optional[BundleConfig]) -> tuple: ...
+    def close(self) -> None: ...
+
+
+def make_simulation(env_name: str, backend: str, jax_env: Optional[MjxEnv], env_kwargs: Dict[str, Any]) -> Simulation:
+    """The ``Simulation`` of ``backend`` for ``env_name`` (``jax_env`` or one made from
+    ``env_kwargs``)."""
+    _check_backend(backend)
+    if jax_env is not None and env_kwargs:
+        raise ValueError(f"give either jax_env or env keyword arguments, not both (got {sorted(env_kwargs)})")
+    if backend == "mujoco":
+        from bcg_envs.mujoco_backend.envs import MujocoSimulation
+
+        return MujocoSimulation(env_name, env_kwargs, jax_env=jax_env)
+    return MjxSimulation(jax_env if jax_env is not None else make_jax(env_name, **env_kwargs))
+
+
+def make_batch_simulation(env_name: str, num_envs: int, backend: str, env_kwargs: Dict[str, Any]) -> BatchSimulation:
+    """The ``BatchSimulation`` of ``backend`` for ``num_envs`` copies of ``env_name``."""
+    _check_backend(backend)
+    if backend == "mujoco":
+        from bcg_envs.mujoco_backend.envs import MujocoBatchSimulation
+
+        return MujocoBatchSimulation(env_name, num_envs, env_kwargs)
+    return MjxBatchSimulation(make_jax(env_name, **env_kwargs), num_envs)
+
+
+# ----- the Gymnasium envs ----------------------------------------------------------------
+class GymEnv(gymnasium.Env):
+    """A bcg_envs task as a Gymnasium environment (NumPy in and out) over ``backend``:
+    ``"mjx"`` (default) or ``"mujoco"`` (MuJoCo C, float64 physics). Both give the same
+    spaces, info keys, truncation, reset distribution, divergence handling and
+    ``grad_step`` contract; the C backend's Jacobians are finite differences."""
 
     metadata = {"render_modes": ["rgb_array"], "render_fps": 25}
-
-    def _setup(self, env_name: str, jax_env: MjxEnv, render_mode: Optional[str], width: int, height: int) -> None:
-        if render_mode not in (None, "rgb_array"):
-            raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
-        self.env_name = env_name
-        self.jax_env = jax_env
-        self.render_mode = render_mode
-        self.metadata = dict(self.metadata, render_fps=int(round(1.0 / jax_env.dt)))
-        self._size = (height, width)
-        self._renderer = None
-        self.observation_space, self.action_space = task_spaces(jax_env)
-
-    def _task_info(self) -> Optional[Dict[str, Any]]:
-        raise NotImplementedError
-
-    def render(self):
-        if self.render_mode != "rgb_array":
-            return None
-        self._require_reset()
-        import mujoco
-
-        if self._renderer is None:
-            self._renderer = mujoco.Renderer(self.model, *self._size)
-        return render_state(self._renderer, self.jax_env, self.get_state(), self._task_info())
-
-    def close(self):
-        if self._renderer is not None:
-            self._renderer.close()
-            self._renderer = None
-
-    def _require_reset(self) -> None:
-        if self._task_info() is None:
-            raise RuntimeError(f"{self.env_name}: call reset() before step(), grad_step() or state access")
-
-    def _checked_state(self, qpos, qvel, act):
-        """``set_state``'s arguments as float64 vectors of the model's sizes."""
-        self._require_reset()
-        m = self.model
-        qpos, qvel = _check_vector(qpos, m.nq, "qpos"), _check_vector(qvel, m.nv, "qvel")
-        return qpos, qvel, None if act is None else _check_vector(act, m.na, "act")
-
-
-class GymEnv(TaskEnv):
-    """A bcg_envs task as a Gymnasium environment (NumPy in and out)."""
 
     def __init__(
         self,
@@ -214,87 +178,83 @@ class GymEnv(TaskEnv):
         jax_env: Optional[MjxEnv] = None,
         **env_kwargs: Any,
     ) -> None:
-        """``jax_env``: wrap this already-built JAX env of ``env_name`` instead of making
-        one from ``env_kwargs``."""
-        if backend not in ("mjx", "mujoco"):
-            raise ValueError(f"backend must be 'mjx' or 'mujoco', got {backend!r}")
-        if backend == "mujoco":
-            raise ValueError("GymEnv is the MJX backend; use gym.make(id, backend='mujoco')")
-        if jax_env is not None and env_kwargs:
-            raise ValueError(f"give either jax_env or env keyword arguments, not both (got {sorted(env_kwargs)})")
-        self._state = None
-        self._setup(env_name, jax_env if jax_env is not None else make_jax(env_name, **env_kwargs), render_mode, width,
-                    height)
-        self._fns = _Jitted(self.jax_env, batched=False)
+        """``jax_env``: simulate this already-built JAX env of ``env_name`` (its config,
+        contact stiffness, timestep) instead of making one from ``env_kwargs``."""
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError(f"render_mode must be None or 'rgb_array', got {render_mode!r}")
+        self.simulation: Simulation = make_simulation(env_name, backend, jax_env, env_kwargs)
+        self.env_name = env_name
+        self.backend = backend
+        self.jax_env = self.simulation.jax_env
+        self.render_mode = render_mode
+        self.metadata = dict(self.metadata, render_fps=int(round(1.0 / self.jax_env.dt)))
+        self._size = (height, width)
+        self._renderer = None
+        self.observation_space, self.action_space = task_spaces(self.jax_env)
 
-    # ----- Gymnasium API ----------------------------------------------------------------
     @property
     def model(self):
         """The ``mujoco.MjModel`` simulated (contact stiffness applied)."""
-        return self.jax_env.mj_model
+        return self.simulation.model
+
+    @property
+    def data(self):
+        """The live physics data: ``mujoco.MjData`` (MuJoCo C; read it, change the state
+        through ``set_state``) or the current ``mjx.Data`` (MJX)."""
+        self._require_reset()
+        return self.simulation.data
 
     def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
         super().reset(seed=seed)
-        key = jax.random.PRNGKey(int(self.np_random.integers(0, 2**31 - 1)))
-        self._state = self._fns.reset(key)
-        return self._observation(), _scalarize(_to_numpy_info(self._state))
+        return self.simulation.reset(self.np_random)
 
     def step(self, action):
         self._require_reset()
-        action = check_action(action, self.action_space.shape)
-        self._state = self._fns.step(self._state, action)
-        return self._outputs()
+        return self.simulation.step(check_action(action, self.action_space.shape))
 
     def grad_step(self, action, estimator: Optional[str] = None, bundle: Optional[BundleConfig] = None) -> GradStepResult:
-        """``step`` plus the step's Jacobians, from ``estimator``."""
+        """``step`` plus the step's Jacobians, from ``estimator`` (the env's if None)."""
         self._require_reset()
-        fn = self._fns.grad_step(estimator, bundle)
+        estimator = _check_gradient_options(estimator, bundle, self.simulation.default_estimator)
         action = check_action(action, self.action_space.shape)
-        self._state, jac = fn(self._state, action)
-        obs, reward, terminated, truncated, info = self._outputs()
-        jac = Jacobians(*(np.asarray(j) for j in jac))
-        return GradStepResult(obs, reward, terminated, truncated, info, jac)
+        return GradStepResult(*self.simulation.grad_step(action, estimator, bundle))
 
-    # ----- state access ----------------------------------------------------
     def get_state(self):
-        """(qpos, qvel, act) as NumPy arrays."""
+        """(qpos, qvel, act) as NumPy arrays (copies)."""
         self._require_reset()
-        d = self._state.data
-        return np.asarray(d.qpos), np.asarray(d.qvel), np.asarray(d.act)
+        return self.simulation.get_state()
 
     def set_state(self, qpos, qvel, act=None) -> None:
         """Set the simulator state; the episode's task info (goal, step count) is kept."""
-        qpos, qvel, act = self._checked_state(qpos, qvel, act)
-        old = self._state
-        task_info = {k: v for k, v in old.info.items() if k != "rng"}
-        self._state = self._fns.state_from(qpos, qvel, act, task_info, old.info["rng"])
+        self._require_reset()
+        m = self.model
+        qpos, qvel = _check_vector(qpos, m.nq, "qpos"), _check_vector(qvel, m.nv, "qvel")
+        self.simulation.set_state(qpos, qvel, None if act is None else _check_vector(act, m.na, "act"))
 
-    # ----- helpers --------------------------------------------------------------------
-    def _task_info(self):
-        return None if self._state is None else self._state.info
+    def render(self):
+        if self.render_mode != "rgb_array":
+            return None
+        self._require_reset()
+        import mujoco
 
-    def _observation(self) -> np.ndarray:
-        return np.clip(np.asarray(self._state.obs, dtype=np.float32), -OBS_BOUND, OBS_BOUND)
+        if self._renderer is None:
+            self._renderer = mujoco.Renderer(self.model, *self._size)
+        return render_state(self._renderer, self.jax_env, self.get_state(), self.simulation.task_info())
 
-    def _outputs(self):
-        s = self._state
-        done = bool(s.done > 0)
-        info = _scalarize(_to_numpy_info(s))
-        truncated = bool(info["truncated"]) and not done
-        return self._observation(), float(s.reward), done, truncated, info
+    def close(self):
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
+        self.simulation.close()
 
-
-def _check_vector(value, size: int, name: str) -> np.ndarray:
-    arr = np.asarray(value, dtype=np.float64)
-    if arr.shape != (size,):
-        raise ValueError(f"{name} must have shape ({size},), got {arr.shape}")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} must be finite")
-    return arr
+    def _require_reset(self) -> None:
+        if self.simulation.task_info() is None:
+            raise RuntimeError(f"{self.env_name}: call reset() before step(), grad_step() or state access")
 
 
 class GymVectorEnv(gymnasium.vector.VectorEnv):
-    """``num_envs`` copies stepped in one ``jax.vmap`` call, with same-step autoreset.
+    """``num_envs`` copies of a task over ``backend`` with same-step autoreset: MJX steps
+    them in one ``jax.vmap`` call, MuJoCo C in one multi-threaded ``mujoco.rollout`` call.
 
     When an episode ends, ``step`` returns the new episode's first observation and puts
     the last one in ``info["final_obs"]`` (mask ``info["_final_obs"]``).
@@ -302,52 +262,48 @@ class GymVectorEnv(gymnasium.vector.VectorEnv):
 
     metadata = {"autoreset_mode": gymnasium.vector.AutoresetMode.SAME_STEP}
 
-    def __init__(self, env_name: str, num_envs: int, *, render_mode: Optional[str] = None, backend: str = "mjx", **env_kwargs: Any):
-        if not isinstance(num_envs, int) or num_envs < 1:
+    def __init__(self, env_name: str, num_envs: int, *, render_mode: Optional[str] = None, backend: str = "mjx",
+                 **env_kwargs: Any):
+        if not isinstance(num_envs, int) or isinstance(num_envs, bool) or num_envs < 1:
             raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
         if render_mode is not None:
             raise ValueError("GymVectorEnv does not render; use render_mode=None")
-        if backend != "mjx":
-            raise ValueError("GymVectorEnv is the MJX backend; use gym.make_vec(id, num_envs, backend='mujoco')")
+        self.simulation: BatchSimulation = make_batch_simulation(env_name, num_envs, backend, env_kwargs)
         self.env_name = env_name
-        self.jax_env: MjxEnv = make_jax(env_name, **env_kwargs)
+        self.backend = backend
+        self.jax_env: MjxEnv = self.simulation.jax_env
         self.num_envs = num_envs
         self.render_mode = None
-        set_vector_spaces(self, self.jax_env, num_envs)
-        self._fns = _Jitted(self.jax_env, batched=True)
-        self._state = None
+        self.single_observation_space, self.single_action_space = task_spaces(self.jax_env)
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self._started = False
+
+    @property
+    def model(self):
+        """The ``mujoco.MjModel`` simulated (contact stiffness applied)."""
+        return self.simulation.model
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
-        base = int(self.np_random.integers(0, 2**31 - 1))
-        keys = jax.random.split(jax.random.PRNGKey(base), self.num_envs)
-        self._state = self._fns.reset(keys)
-        return np.clip(np.asarray(self._state.obs, np.float32), -OBS_BOUND, OBS_BOUND), _to_numpy_info(self._state)
+        out = self.simulation.reset(self.np_random)
+        self._started = True
+        return out
 
     def step(self, actions):
         self._require_reset()
-        actions = check_action(actions, self.action_space.shape, "actions")
-        ended_state, self._state = self._fns.step(self._state, actions)
-        return self._outputs(ended_state)
+        return self.simulation.step(check_action(actions, self.action_space.shape, "actions"))
 
     def grad_step(self, actions, estimator: Optional[str] = None, bundle: Optional[BundleConfig] = None) -> GradStepResult:
         """Batched ``grad_step``: every Jacobian gets a leading ``num_envs`` axis."""
         self._require_reset()
-        fn = self._fns.grad_step(estimator, bundle)
+        estimator = _check_gradient_options(estimator, bundle, self.simulation.default_estimator)
         actions = check_action(actions, self.action_space.shape, "actions")
-        ended_state, self._state, jac = fn(self._state, actions)
-        out = self._outputs(ended_state)
-        return GradStepResult(*out, Jacobians(*(np.asarray(j) for j in jac)))
+        return GradStepResult(*self.simulation.grad_step(actions, estimator, bundle))
+
+    def close_extras(self, **kwargs):
+        self.simulation.close()
 
     def _require_reset(self) -> None:
-        if self._state is None:
+        if not self._started:
             raise RuntimeError(f"{self.env_name}: call reset() before step() or grad_step()")
-
-    def _outputs(self, ended_state):
-        done = np.asarray(ended_state.done) > 0
-        trunc = np.asarray(ended_state.info["truncated"]) & ~done
-        info = _to_numpy_info(ended_state)
-        ended = done | trunc
-        info["final_obs"] = np.clip(np.asarray(ended_state.obs, np.float32), -OBS_BOUND, OBS_BOUND)
-        info["_final_obs"] = ended
-        return np.clip(np.asarray(self._state.obs, np.float32), -OBS_BOUND, OBS_BOUND), np.asarray(ended_state.reward, np.float32), done, trunc, info

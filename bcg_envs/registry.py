@@ -80,8 +80,8 @@ def register_all() -> None:
             continue
         gymnasium.register(
             id=env_id,
-            entry_point="bcg_envs.backends:make_env",
-            vector_entry_point="bcg_envs.backends:make_vector_env",
+            entry_point="bcg_envs.gym:GymEnv",
+            vector_entry_point="bcg_envs.gym:GymVectorEnv",
             kwargs={"env_name": name},
             disable_env_checker=False,
         )

@@ -1,8 +1,8 @@
 """Sim-to-sim transfer check: one policy in MJX and in MuJoCo C, on the same episodes.
 
 ``sim_to_sim(env, policy)`` runs a policy (NumPy observation -> action) on the task's
-Gymnasium env of each physics backend: ``GymEnv`` (MJX, float32) and ``MujocoGymEnv``
-(MuJoCo C, float64), both wrapping the same JAX env (config, contact stiffness, timestep)
+Gymnasium env of each physics backend: ``GymEnv`` over MJX (float32) and over MuJoCo C
+(``backend="mujoco"``, float64), both wrapping the same JAX env (config, contact stiffness, timestep)
 and reset with the same seeds (``seed + i`` for episode ``i``), so both start from the same
 state and task info. Observation, reward, per-episode metrics and success are the task's
 own code on both backends; only the simulator differs.
@@ -24,7 +24,6 @@ import numpy as np
 from bcg_envs.envs.base import MjxEnv
 from bcg_envs.envs.g1.base import foot_penetration_numpy
 from bcg_envs.gym import GymEnv
-from bcg_envs.mujoco_backend.envs import MujocoGymEnv
 from bcg_envs.registry import make_jax, short_name, task_class, task_names
 
 Policy = Callable[[np.ndarray], Any]
@@ -44,9 +43,7 @@ def _task(env_or_id: Union[str, MjxEnv, Any]) -> Tuple[str, MjxEnv, Optional[Gym
         return names[0], env_or_id, None
     inner = getattr(env_or_id, "unwrapped", env_or_id)
     if isinstance(inner, GymEnv):
-        return inner.env_name, inner.jax_env, inner
-    if isinstance(inner, MujocoGymEnv):
-        return inner.env_name, inner.jax_env, None
+        return inner.env_name, inner.jax_env, inner if inner.backend == "mjx" else None
     raise ValueError(
         f"sim_to_sim needs an env id, a bcg_envs JAX env or a bcg_envs Gym env, got {type(env_or_id).__name__}"
     )
@@ -134,7 +131,7 @@ def sim_to_sim(
     if missing:
         raise ValueError(f"sim_to_sim needs a G1 tracking env (its info lacks {missing})")
     horizon = min(jax_env.episode_length, max_steps or jax_env.episode_length)
-    c_gym = MujocoGymEnv(name, jax_env=jax_env)
+    c_gym = GymEnv(name, backend="mujoco", jax_env=jax_env)
     own_mjx = mjx_gym is None
     if own_mjx:
         mjx_gym = GymEnv(name, jax_env=jax_env)

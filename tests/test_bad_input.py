@@ -43,7 +43,7 @@ def test_unknown_kwarg_names_it():
         (dict(contact_stiffness=1e-5), "contact_stiffness"),
         (dict(estimator="magic"), "estimator"),
         (dict(bundle={"num_samples": 3}), "bundle"),
-        (dict(render_mode="human"), "render_mode"),
+        (dict(render_mode="ansi"), "render_mode"),
         (dict(backend="warp"), "backend"),
         (dict(config={"episode_lenght": 3}), "episode_lenght"),
     ],
@@ -51,6 +51,20 @@ def test_unknown_kwarg_names_it():
 def test_invalid_make_kwargs(kwargs, match):
     with pytest.raises(ValueError, match=match):
         gym.make(ENV_ID, **kwargs)
+
+
+def test_human_render_mode_is_gymnasiums_window_over_rgb_array():
+    """``render_mode="human"`` is not the env's own: ``gym.make`` wraps the ``rgb_array``
+    env in Gymnasium's ``HumanRendering``; the env class itself refuses it by name."""
+    from gymnasium.wrappers import HumanRendering
+
+    from bcg_envs.gym import GymEnv
+
+    e = gym.make(ENV_ID, render_mode="human")
+    assert isinstance(e, HumanRendering) and e.unwrapped.render_mode == "rgb_array"
+    e.close()
+    with pytest.raises(ValueError, match="render_mode must be None or 'rgb_array'"):
+        GymEnv("BoxPush-v0", render_mode="human")
 
 
 def test_invalid_bundle_config():

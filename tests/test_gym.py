@@ -1,12 +1,12 @@
-"""The MJX Gymnasium vector env (``gym.make_vec``): spaces, same-step autoreset, batched
-grad_step, and the input checks."""
+"""bcg_envs/gym.py: the Gymnasium vector env over MJX (``gym.make_vec``): spaces, same-step
+autoreset, batched grad_step, and the input checks. The MuJoCo C backend's are in
+``tests/mujoco_backend/test_envs.py``."""
 
 import gymnasium as gym
 import numpy as np
 import pytest
 
 import bcg_envs  # noqa: F401  (registers the ids)
-from bcg_envs.backends import make_vector_env
 from bcg_envs.gym import GymVectorEnv
 
 N = 3
@@ -68,8 +68,10 @@ def test_bad_actions_are_rejected_by_name(vec, actions, match):
 
 
 def test_step_before_reset_and_bad_num_envs():
-    v = make_vector_env("BoxPush-v0", 2)
+    v = GymVectorEnv("BoxPush-v0", 2)
     with pytest.raises(RuntimeError, match="call reset"):
         v.step(np.zeros((2, 2), np.float32))
     with pytest.raises(ValueError, match="num_envs must be an integer >= 1"):
-        make_vector_env("BoxPush-v0", 0)
+        GymVectorEnv("BoxPush-v0", 0)
+    with pytest.raises(ValueError, match="backend must be one of"):
+        GymVectorEnv("BoxPush-v0", 2, backend="warp")

@@ -31,6 +31,10 @@ from bcg_envs.physics.simulator import CONTACT_MODELS, MAX_QVEL, ContactStiffnes
 #: ``horizon > 1``; the MuJoCo C backend does not roll branches and never has them).
 BRANCH_INFO = ("bundle_branches", "bundle_branch_valid")
 
+#: The Gymnasium envs of both backends clip observations to +-OBS_BOUND, so that they
+#: always lie in the observation space.
+OBS_BOUND = 1e6
+
 #: Info entries every state carries besides ``rng`` and the task's own, as ``name: (dtype,
 #: value at reset)``. Both physics backends start episodes from this one table.
 STEP_INFO: Dict[str, Tuple[Any, Any]] = {

@@ -1,8 +1,9 @@
 """CPU fast path: ``backend="mujoco"`` steps the task's ``MjModel`` in MuJoCo C.
 
 A jitted MJX step on CPU is dispatch-bound (hundreds of microseconds per call) while
-MuJoCo C steps the same small model in microseconds. ``MujocoGymEnv`` and
-``MujocoVectorEnv`` keep the task's JAX logic (observation, reward, termination, initial
+MuJoCo C steps the same small model in microseconds. ``MujocoSimulation`` and
+``MujocoBatchSimulation`` (the physics of ``bcg_envs.gym.GymEnv``/``GymVectorEnv`` with
+``backend="mujoco"``) keep the task's JAX logic (observation, reward, termination, initial
 states, action map; written once, in the task class) and replace only the physics:
 
 * Physics: ``mujoco.mj_step`` on ``jax_env.mj_model`` (the model MJX simulates, contact
@@ -21,7 +22,7 @@ states, action map; written once, in the task class) and replace only the physic
   are reordered into MJX's slot layout exactly as ``mjx.put_data`` does, and leaves
   without a fast copy would fall back to ``mjx.put_data`` per step. ``mjx.put_data``
   costs 3-9 ms per call on BoxPush, the packed path ~7 us plus one ~12 us jit dispatch
-  (``benchmark()``).
+  (``bcg_envs.backend_benchmark``).
 * Vector env: all copies advance in one multi-threaded ``mujoco.rollout.Rollout`` call;
   rollout returns states only, so each copy then replays ``mj_forward`` at the substeps
   where ``mj_collision`` finds contacts (and at the last one) for the contact forces, the
@@ -38,10 +39,9 @@ Divergence (non-finite state, a MuJoCo instability warning, or ``|qvel| >= 1e3``
 the step as in MJX: ``terminated=True``, ``info["sim_diverged"]=True``, finite obs, zero
 Jacobians.
 
-``python -m bcg_envs.mujoco_backend`` runs ``benchmark()``.
+``python -m bcg_envs.backend_benchmark`` measures it against MJX.
 """
 
-from bcg_envs.mujoco_backend.benchmark import benchmark
-from bcg_envs.mujoco_backend.envs import MujocoGymEnv, MujocoVectorEnv
+from bcg_envs.mujoco_backend.envs import MujocoBatchSimulation, MujocoSimulation
 
-__all__ = ["MujocoGymEnv", "MujocoVectorEnv", "benchmark"]
+__all__ = ["MujocoBatchSimulation", "MujocoSimulation"]

@@ -11,8 +11,7 @@ import mujoco
 import numpy as np
 from mujoco import mjx
 
-from bcg_envs.envs.base import BRANCH_INFO, STEP_INFO, MjxEnv
-from bcg_envs.gym import OBS_BOUND
+from bcg_envs.envs.base import BRANCH_INFO, OBS_BOUND, STEP_INFO, MjxEnv
 
 #: Info entries ``MjxEnv.state_from`` creates (the rest are the task's own).
 _BASE_INFO = ("rng", *STEP_INFO)

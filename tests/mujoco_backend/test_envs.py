@@ -1,4 +1,4 @@
-"""bcg_envs/mujoco_backend/envs.py: ``MujocoGymEnv`` and ``MujocoVectorEnv``: gym.make,
+"""bcg_envs/mujoco_backend/envs.py through `GymEnv`/`GymVectorEnv(backend="mujoco")`: gym.make,
 the Gymnasium and SB3 env checkers, bad inputs, the vector env against the single env, and
 ``is_success`` against the MJX backend."""
 
@@ -8,14 +8,15 @@ import numpy as np
 import pytest
 
 import bcg_envs  # noqa: F401  (registers the ids)
-from bcg_envs.mujoco_backend import MujocoGymEnv, MujocoVectorEnv
+from bcg_envs.gym import GymEnv, GymVectorEnv
+from bcg_envs.mujoco_backend import MujocoBatchSimulation, MujocoSimulation
 from tests.mujoco_backend.conftest import ENV_ID, TASKS, _Mjx, _smooth_action, _task_info
 
 
 # ----- Gymnasium / SB3 contract ---------------------------------------------------------------
 def test_make_returns_mujoco_backend():
     e = gym.make(ENV_ID, backend="mujoco")
-    assert isinstance(e.unwrapped, MujocoGymEnv)
+    assert isinstance(e.unwrapped.simulation, MujocoSimulation)
     assert isinstance(e.unwrapped.model, mujoco.MjModel)
     e.close()
 
@@ -42,7 +43,7 @@ def test_sb3_check_env(no_space_warnings):
 
 
 def test_bad_inputs():
-    e = MujocoGymEnv("BoxPush-v0")
+    e = GymEnv("BoxPush-v0", backend="mujoco")
     with pytest.raises(RuntimeError, match="reset"):
         e.step(np.zeros(2, np.float32))
     with pytest.raises(RuntimeError, match="reset"):
@@ -63,9 +64,9 @@ def test_bad_inputs():
     with pytest.raises(ValueError, match="qpos"):
         e.set_state(np.zeros(4), np.zeros(5))
     with pytest.raises(ValueError, match="render_mode"):
-        MujocoGymEnv("BoxPush-v0", render_mode="human")
+        GymEnv("BoxPush-v0", backend="mujoco", render_mode="human")
     with pytest.raises(ValueError, match="unknown env id"):
-        MujocoGymEnv("Nope-v0")
+        GymEnv("Nope-v0", backend="mujoco")
     e.close()
 
 
@@ -74,7 +75,7 @@ def test_vector_env_step_grad_step_and_autoreset():
     n = 3
     v = gym.make_vec(ENV_ID, num_envs=n, vectorization_mode="vector_entry_point", backend="mujoco",
                      config={"episode_length": 4})
-    assert isinstance(v, MujocoVectorEnv)
+    assert isinstance(v.simulation, MujocoBatchSimulation)
     obs, info = v.reset(seed=0)
     assert obs.shape == (n, 17) and obs.dtype == np.float32 and info["step"].dtype == np.int32
     rng = np.random.default_rng(0)
@@ -100,13 +101,13 @@ def test_vector_env_matches_single_env():
     the replay that recovers contact forces skips contact-free substeps, so the warmstart
     it hands the next rollout differs from mj_step's within the (4-iteration) solver's
     convergence, which moves BoxPush's velocities by ~1e-5 (measured 5e-5 at most)."""
-    v = MujocoVectorEnv("BoxPush-v0", 2)
+    v = GymVectorEnv("BoxPush-v0", 2, backend="mujoco")
     v.reset(seed=0)
-    s = MujocoGymEnv("BoxPush-v0")
+    s = GymEnv("BoxPush-v0", backend="mujoco")
     s.reset(seed=0)
     qpos, qvel = np.array([-0.12, 0.0, 0.0, 0.0, 0.0]), np.array([0.8, 0.0, 0.0, 0.0, 0.0])
-    for core in v._cores:
-        core.load(qpos, qvel, None, dict(s._core.info))
+    for core in v.simulation.cores:
+        core.load(qpos, qvel, None, dict(s.simulation.core.info))
     s.set_state(qpos, qvel)
     forces = []
     for t in range(40):
@@ -150,14 +151,14 @@ def test_is_success_agrees_between_backends(name):
     assert info["is_success"] is False
     m.reset(seed=1)
     ref = _Mjx(m.jax_env)
-    task = _task_info(c._core.info)
+    task = _task_info(c.simulation.core.info)
     for qpos, qvel, action, expected in _success_cases(name, task):
         c.set_state(qpos, qvel)
-        m._state = ref.state(qpos, qvel, task)
+        m.simulation.state = ref.state(qpos, qvel, task)
         *_, ic = c.step(action.astype(np.float32))
         *_, im = m.step(action.astype(np.float32))
         assert ic["is_success"] is expected and im["is_success"] is expected, (qpos, ic["is_success"], im["is_success"])
-        assert m._state.info["is_success"].dtype == bool
-        assert float(m._state.metrics["is_success"]) == float(expected)
+        assert m.simulation.state.info["is_success"].dtype == bool
+        assert float(m.simulation.state.metrics["is_success"]) == float(expected)
     c.close()
     m.close()

@@ -45,12 +45,12 @@ def test_exact_jacobians_match_mjx(env):
     g = gym.make(ENV_ID).unwrapped
     g.reset(seed=0)
     ref = _Mjx(u.jax_env)
-    task = _task_info(u._core.info)
+    task = _task_info(u.simulation.core.info)
     checked = {False: 0, True: 0}
     for contact, qpos, qvel, action in _free_and_contact_states(np.random.default_rng(0), 4):
         u.set_state(qpos, qvel)
         out = u.grad_step(action, estimator="exact")
-        g._state = ref.state(qpos, qvel, task)
+        g.simulation.state = ref.state(qpos, qvel, task)
         mj = g.grad_step(action, estimator="exact")
         s, jac = mj, mj.jacobians
         if np.max(np.abs(out.observation - s.observation)) > 1e-4:

@@ -9,7 +9,7 @@ import pytest
 
 import bcg_envs  # noqa: F401  (registers the ids)
 from bcg_envs.gym import GradStepResult
-from bcg_envs.mujoco_backend import MujocoGymEnv
+from bcg_envs.gym import GymEnv
 from tests.mujoco_backend.conftest import ENV_ID, TASKS, _smooth_action
 
 
@@ -65,7 +65,7 @@ def test_per_step_agreement_with_mjx(name):
         a = _smooth_action(t, nu, amp=AMPLITUDE[name])
         if name == "BoxPush-v0":  # steer the pusher at the box, so that many steps are in contact
             a = np.clip(0.5 * a + 0.6 * om[13:15] / (np.linalg.norm(om[13:15]) + 1e-6), -1, 1).astype(np.float32)
-        ctrl = u._shared.action_map(u._shared.physics_action(np.clip(a, -1, 1), u._core.info))
+        ctrl = u.simulation.task.action_map(u.simulation.task.physics_action(np.clip(a, -1, 1), u.simulation.core.info))
         pattern = _regime(model, qpos, qvel, ctrl, n_sub)
         obs, reward, term, trunc, info = c.step(a)
         om, rm, tm, _, im = m.step(a)
@@ -147,7 +147,7 @@ def test_step_info_truncation_and_state_round_trip():
 def test_divergence_reverts_the_step(qvel_scale):
     """|qvel| >= 1e3 after the step (fast) or a state MuJoCo itself rejects and resets
     (huge): the step is reverted, terminated, flagged, with a finite observation."""
-    e = MujocoGymEnv("BoxPush-v0")
+    e = GymEnv("BoxPush-v0", backend="mujoco")
     e.reset(seed=0)
     # The box (no joint limit, light damping) thrown away from the pusher.
     qpos, qvel = np.array([-0.3, -0.3, 0.2, 0.2, 0.0]), np.array([0.0, 0.0, qvel_scale, 0.0, 0.0])

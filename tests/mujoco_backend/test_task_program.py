@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from mujoco import mjx
 
-from bcg_envs.mujoco_backend import MujocoGymEnv
+from bcg_envs.gym import GymEnv
 from tests.mujoco_backend.conftest import TASKS
 
 
@@ -14,9 +14,9 @@ from tests.mujoco_backend.conftest import TASKS
 def test_task_leaves_match_put_data(name):
     """The packed leaves (public fields, contacts and constraint rows reordered into MJX's
     slots) equal ``mjx.put_data``'s, at states with contacts."""
-    e = MujocoGymEnv(name)
+    e = GymEnv(name, backend="mujoco")
     e.reset(seed=1)
-    program = e.unwrapped._shared.program
+    program = e.unwrapped.simulation.task.program
     assert not program.slow, program.slow  # every leaf the task reads has a fast copy
     rng = np.random.default_rng(0)
     contacts = 0

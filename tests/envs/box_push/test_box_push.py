@@ -209,7 +209,7 @@ def test_reward_jacobians_match_finite_differences(env):
         if not same:
             continue
         env.unwrapped.set_state(qpos, qvel)
-        info = env.unwrapped._state.info
+        info = env.unwrapped.simulation.state.info
         goal, goal_yaw = info["goal"], info["goal_yaw"]
 
         def r(x_, u_):

@@ -263,9 +263,9 @@ def set_state(gym_env):
     make = jax.jit(lambda qpos, qvel, info, rng: env.jax_env.state_from(qpos, qvel, None, info, rng))
 
     def set_(qpos, qvel):
-        old = env._state
+        old = env.simulation.state
         info = {k: v for k, v in old.info.items() if k != "rng"}
-        env._state = make(np.asarray(qpos, np.float32), np.asarray(qvel, np.float32), info, old.info["rng"])
+        env.simulation.state = make(np.asarray(qpos, np.float32), np.asarray(qvel, np.float32), info, old.info["rng"])
 
     return set_
 
@@ -379,7 +379,7 @@ def test_exact_jacobian_columns_match_mujoco_finite_differences(gym_env, set_sta
     # PD offsets from the default pose that move the joints away from their limits; the
     # action realizing them depends on the action map.
     offsets = 0.2 * rng.uniform(-1, 1, 29) * np.maximum(0.5, 1.25 * max_deviation_from_default(jax_env.reference))
-    info0 = dict(env._state.info)
+    info0 = dict(env.simulation.state.info)
     if route == "grad_step":  # the residual action: PD targets around the reference pose
         target = np.asarray(jax_env.reference_target(info0), np.float64)
         per_unit = np.asarray(jax_env.residual_scale, np.float64)
@@ -393,7 +393,7 @@ def test_exact_jacobian_columns_match_mujoco_finite_differences(gym_env, set_sta
         A, B = out.jacobians.A, out.jacobians.B
         mjx_next = env.get_state()[:2]
     else:
-        state = env._state
+        state = env.simulation.state
         stepper = env.jax_env.stepper("exact")
         (nxt, contact, _), (A, B), _ = stepper.jacobians(
             state.data, np.asarray(action), state.info["rng"], state.info["bundle_window"]

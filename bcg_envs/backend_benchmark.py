@@ -1,4 +1,4 @@
-"""``python -m bcg_envs.mujoco_backend``: latency of the C backend vs MJX and Gymnasium."""
+"""``python -m bcg_envs.backend_benchmark``: latency of the MuJoCo C backend vs MJX and Gymnasium."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import mujoco
 import numpy as np
 from mujoco import mjx
 
-from bcg_envs.mujoco_backend.envs import MujocoGymEnv, MujocoVectorEnv
+from bcg_envs.gym import GymEnv, GymVectorEnv
 from bcg_envs.mujoco_backend.jacobians import Transition
 from bcg_envs.mujoco_backend.simulation import FD_EPS, FULL_STATE, TaskModel
 
@@ -51,14 +51,12 @@ def benchmark(env_name: str = "BoxPush-v0", steps: int = 200, num_envs: int = 16
     * Task-function inputs per step: ``mjx.put_data`` vs the packed leaves.
     * ``grad_step(estimator="exact")``: whole-step central differences through ``Rollout``
       vs ``mjd_transitionFD`` per substep composed (speed and agreement), at a contact state.
-    * Vector ``step``: ``MujocoVectorEnv`` vs ``GymVectorEnv`` (MJX vmap).
+    * Vector ``step``: ``GymVectorEnv`` over MuJoCo C (``mujoco.rollout``) vs over MJX (vmap).
     ``mjx_grad=True`` adds MJX's ``grad_step`` (compiling it takes minutes on CPU).
     """
-    from bcg_envs.gym import GymEnv, GymVectorEnv
-
     out: Dict[str, float] = {}
     n = max(steps // 5, 1)
-    env = MujocoGymEnv(env_name)
+    env = GymEnv(env_name, backend="mujoco")
     env.reset(seed=0)
     rng = np.random.default_rng(0)
     actions = rng.uniform(-1, 1, (64,) + env.action_space.shape).astype(np.float32)
@@ -98,7 +96,7 @@ def benchmark(env_name: str = "BoxPush-v0", steps: int = 200, num_envs: int = 16
     print(f"  backend='mjx'    {out['mjx_step_us']:8.1f} us   mjx / mujoco = {out['mjx_step_us'] / out['mujoco_step_us']:.1f}")
 
     # Task-function inputs: put_data vs packed leaves (+ the one jit dispatch).
-    core, program = env._core, env._shared.program
+    core, program = env.simulation.core, env.simulation.task.program
     d = core.d
     out["put_data_us"] = 1e6 * _timeit(lambda: mjx.put_data(env.model, d), max(n // 10, 3))
     out["read_pack_us"] = 1e6 * _timeit(
@@ -115,7 +113,7 @@ def benchmark(env_name: str = "BoxPush-v0", steps: int = 200, num_envs: int = 16
     if env_name == "BoxPush-v0":
         env.set_state(np.array([-0.073, 0.0, 0.0, 0.0, 0.0]), np.array([0.4, 0.25, 0.3, 0.25, 2.0]))
         a = np.array([0.8, 0.0], np.float32)
-    s = env._shared
+    s = env.simulation.task
     start = np.zeros(s.nstate)
     mujoco.mj_getState(s.model, d, start, FULL_STATE)
     d0 = mujoco.MjData(s.model)
@@ -151,15 +149,15 @@ def benchmark(env_name: str = "BoxPush-v0", steps: int = 200, num_envs: int = 16
         print(f"grad_step(exact) backend='mjx'    {out['mjx_grad_step_ms']:.2f} ms")
 
     # Vector envs.
-    vec = MujocoVectorEnv(env_name, num_envs)
+    vec = GymVectorEnv(env_name, num_envs, backend="mujoco")
     vec.reset(seed=0)
     mvec = GymVectorEnv(env_name, num_envs)
     mvec.reset(seed=0)
     va = rng.uniform(-1, 1, (num_envs,) + env.action_space.shape).astype(np.float32)
     out["mujoco_vec_step_ms"] = 1e3 * _timeit(lambda: vec.step(va), max(n // 4, 3))
     out["mjx_vec_step_ms"] = 1e3 * _timeit(lambda: mvec.step(va), max(n // 4, 3))
-    print(f"vector step, {num_envs} envs: MujocoVectorEnv {out['mujoco_vec_step_ms']:.2f} ms, "
-          f"GymVectorEnv (MJX) {out['mjx_vec_step_ms']:.2f} ms, ratio {out['mjx_vec_step_ms'] / out['mujoco_vec_step_ms']:.1f}")
+    print(f"vector step, {num_envs} envs: backend='mujoco' {out['mujoco_vec_step_ms']:.2f} ms, "
+          f"backend='mjx' {out['mjx_vec_step_ms']:.2f} ms, ratio {out['mjx_vec_step_ms'] / out['mujoco_vec_step_ms']:.1f}")
     vec.close()
     env.close()
     return out

@@ -1,3 +1,0 @@
-from bcg_envs.mujoco_backend.benchmark import benchmark
-
-benchmark()
