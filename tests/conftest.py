@@ -37,7 +37,7 @@ HEAVY_FIRST = (
     "tests/baselines/test_gradient_variance.py",
     "tests/mujoco_backend/test_simulation.py",
     "tests/envs/g1/test_tracking.py",
-    "tests/envs/box_push/test_box_push.py",
+    "tests/envs/box_push/test_push.py",
     "tests/test_jax_api.py",
     "tests/mujoco_backend/test_envs.py",
     "tests/mujoco_backend/test_jacobians.py",

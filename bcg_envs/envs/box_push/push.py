@@ -26,7 +26,7 @@ the box leaves the table (or the simulation diverges, a step that pays 0), and n
 pays less than 0, so ending early only forfeits the remaining steps' reward. Over 20
 seeds (MuJoCo C): full force through the box ends the episode in ~17 steps with a return
 of 24.8, doing nothing returns 275 (200 steps), the scripted push 488
-(``tests/envs/box_push/test_box_push.py``: escape < nothing < scripted on every seed).
+(``tests/envs/box_push/test_push.py``: escape < nothing < scripted on every seed).
 """
 
 from __future__ import annotations
