@@ -211,7 +211,7 @@ def _scripted_start(env, policy, seed: int, steps: int, threshold: float, lead: 
     seq = np.zeros((steps, len(actions[0])), np.float32)
     tail = np.asarray(actions[t0 : t0 + steps])
     seq[: len(tail)] = tail
-    task = env.unwrapped._task_info()
+    task = env.unwrapped.task_info()
     qpos, qvel = states[t0]
     return qpos, qvel, {k: np.asarray(task[k]) for k in task_keys}, seq
 

@@ -231,6 +231,12 @@ class GymEnv(gymnasium.Env):
         qpos, qvel = _check_vector(qpos, m.nq, "qpos"), _check_vector(qvel, m.nv, "qvel")
         self.simulation.set_state(qpos, qvel, None if act is None else _check_vector(act, m.na, "act"))
 
+    def task_info(self) -> Dict[str, Any]:
+        """The episode's task info (goal, target, clip phase, step count, ...), as the
+        simulation holds it."""
+        self._require_reset()
+        return self.simulation.task_info()
+
     def render(self):
         if self.render_mode != "rgb_array":
             return None

@@ -67,6 +67,22 @@ def test_bad_actions_are_rejected_by_name(vec, actions, match):
         vec.step(actions)
 
 
+def test_single_env_task_info_is_the_episodes():
+    """``GymEnv.task_info()`` holds the episode's goal on both backends (same reset seed,
+    same goal), and needs a reset first."""
+    from bcg_envs.gym import GymEnv
+
+    goals = []
+    for backend in ("mjx", "mujoco"):
+        e = GymEnv("BoxPush-v0", backend=backend)
+        with pytest.raises(RuntimeError, match="call reset"):
+            e.task_info()
+        e.reset(seed=5)
+        goals.append(np.asarray(e.task_info()["goal"], np.float64))
+        e.close()
+    np.testing.assert_allclose(goals[0], goals[1], atol=1e-6)
+
+
 def test_step_before_reset_and_bad_num_envs():
     v = GymVectorEnv("BoxPush-v0", 2)
     with pytest.raises(RuntimeError, match="call reset"):
