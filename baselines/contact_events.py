@@ -1,12 +1,18 @@
 """Contact-event forces per task: the measurements behind each task's ``bcg`` threshold.
 
-``python -m baselines.contact_events [--env BoxPush-v0 ...] [--episodes 20]``
+``python -m baselines.contact_events [--env BoxPush-v0 ...] [--episodes 20]
+[--contact-model penalty --kappa 300]``
 
 Runs each task's scripted controller (and, for BoxPush and PlanarHand, uniform random
-actions; for PlanarHand also ``gentle`` ones, a quarter of the range) on the MuJoCo C backend and records, per control step, the largest contact-event
+actions; for PlanarHand also ``gentle`` ones, a quarter of the range) and records, per
+control step, the largest contact-event
 force (``info["max_contact_force"]``: the normal forces between one pair of bodies summed,
 the largest over the step's substeps) and its rise within the step
-(``info["max_contact_rise"]``). Steps with contact are grouped by what happens physically:
+(``info["max_contact_rise"]``). Contact models (``--contact-model``): ``mujoco``, MuJoCo's soft constraints, on the
+MuJoCo C backend; ``penalty``, the BCG paper's penalty model at sharpness ``--kappa``
+(1/m), on the MJX backend (the only one that has it), whose normal forces are what the
+bcg trigger reads under that model. Steps with contact are grouped by what happens
+physically:
 
 * ``onset``: contact begins (no event force above ``CONTACT_N`` at the previous step): a
   strike, a fingertip impact, a landing after flight (a G1 foot touching down while the
@@ -23,17 +29,18 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
 from baselines import append_csv
+from bcg_envs.physics.simulator import CONTACT_MODELS
 
 RESULTS = Path(__file__).resolve().parent / "results" / "contact_events.csv"
 #: An event force above this (N) counts as contact.
 CONTACT_N = 0.05
 TASKS = ("BoxPush-v0", "PlanarHand-v0", "G1Squat-v0", "G1Jump-v0", "G1Kick-v0")
-FIELDS = ("env", "policy", "group", "steps", "force_p50", "force_p90", "force_p99", "rise_p50", "rise_p90",
+FIELDS = ("env", "contact_model", "kappa", "policy", "group", "steps", "force_p50", "force_p90", "force_p99", "rise_p50", "rise_p90",
           "rise_p99", "threshold", "bundled_force", "bundled_onset")
 
 
@@ -70,14 +77,25 @@ def contact_group(force: float, force_before: float) -> str:
     return "onset" if force_before <= CONTACT_N else "sustained"
 
 
-def measure(env_id: str, episodes: int, seed: int = 0) -> List[Dict[str, object]]:
-    """Per policy and group, the force/rise quantiles and the bundled fractions."""
+def measure(
+    env_id: str, episodes: int, seed: int = 0, contact_model: str = "mujoco", kappa: Optional[float] = None
+) -> List[Dict[str, object]]:
+    """Per policy and group, the force/rise quantiles and the bundled fractions, under
+    ``contact_model`` (``"penalty"`` needs ``kappa``, 1/m, and runs on MJX)."""
     import gymnasium as gym
 
     import bcg_envs  # noqa: F401  (registers the ids)
 
-    config = {"residual_actions": False} if env_id.startswith("G1") else None
-    env = gym.make(f"bcg_envs/{env_id}", backend="mujoco", **({"config": config} if config else {}))
+    if contact_model not in CONTACT_MODELS:
+        raise ValueError(f"contact_model must be one of {CONTACT_MODELS}, got {contact_model!r}")
+    if (kappa is not None) != (contact_model == "penalty"):
+        raise ValueError(f"kappa is the penalty model's sharpness: give it with contact_model='penalty' only (got {kappa!r})")
+    kwargs: Dict[str, object] = {"backend": "mujoco"}
+    if contact_model == "penalty":
+        kwargs = {"backend": "mjx", "contact_model": "penalty", "kappa": float(kappa)}
+    if env_id.startswith("G1"):
+        kwargs["config"] = {"residual_actions": False}
+    env = gym.make(f"bcg_envs/{env_id}", **kwargs)
     threshold = float(env.unwrapped.jax_env.default_force_threshold)
     rows = []
     try:
@@ -100,7 +118,8 @@ def measure(env_id: str, episodes: int, seed: int = 0) -> List[Dict[str, object]
                 v = np.asarray(values, float).reshape(-1, 2)
                 q = lambda x, p: float(np.percentile(x, p)) if len(x) else float("nan")  # noqa: E731
                 rows.append({
-                    "env": env_id, "policy": name, "group": group, "steps": len(v),
+                    "env": env_id, "contact_model": contact_model, "kappa": "" if kappa is None else float(kappa),
+                    "policy": name, "group": group, "steps": len(v),
                     "force_p50": q(v[:, 0], 50), "force_p90": q(v[:, 0], 90), "force_p99": q(v[:, 0], 99),
                     "rise_p50": q(v[:, 1], 50), "rise_p90": q(v[:, 1], 90), "rise_p99": q(v[:, 1], 99),
                     "threshold": threshold,
@@ -112,14 +131,19 @@ def measure(env_id: str, episodes: int, seed: int = 0) -> List[Dict[str, object]
     return rows
 
 
+def contact_label(row: Dict[str, object]) -> str:
+    """``mujoco`` or ``penalty (kappa K)`` for a row of ``measure``."""
+    return "mujoco" if row["contact_model"] == "mujoco" else f"penalty (kappa {float(row['kappa']):g})"
+
+
 def table(rows: List[Dict[str, object]]) -> str:
     """Markdown table of ``measure``'s rows."""
-    head = ("| env | policy | group | steps | force p50 / p90 / p99 (N) | rise p50 / p90 / p99 (N) | "
-            "threshold (N) | bundled: force | bundled: onset |\n|---|---|---|---|---|---|---|---|---|")
+    head = ("| env | contact | policy | group | steps | force p50 / p90 / p99 (N) | rise p50 / p90 / p99 (N) | "
+            "threshold (N) | bundled: force | bundled: onset |\n|---|---|---|---|---|---|---|---|---|---|")
     lines = [head]
     for r in rows:
         lines.append(
-            f"| {r['env']} | {r['policy']} | {r['group']} | {r['steps']} | "
+            f"| {r['env']} | {contact_label(r)} | {r['policy']} | {r['group']} | {r['steps']} | "
             f"{r['force_p50']:.1f} / {r['force_p90']:.1f} / {r['force_p99']:.1f} | "
             f"{r['rise_p50']:.1f} / {r['rise_p90']:.1f} / {r['rise_p99']:.1f} | {r['threshold']:g} | "
             f"{100 * r['bundled_force']:.0f} % | {100 * r['bundled_onset']:.0f} % |"
@@ -133,14 +157,21 @@ def main(argv=None) -> List[Dict[str, object]]:
     parser.add_argument("--env", nargs="+", default=list(TASKS), choices=TASKS, help="tasks to measure")
     parser.add_argument("--episodes", type=int, default=20, help="episodes per policy (seeds seed, seed + 1, ...)")
     parser.add_argument("--seed", type=int, default=0, help="first episode seed")
+    parser.add_argument("--contact-model", default="mujoco", choices=CONTACT_MODELS,
+                        help="mujoco: MuJoCo C; penalty: the BCG paper's model on MJX (needs --kappa)")
+    parser.add_argument("--kappa", type=float, default=None, help="penalty sharpness (1/m), e.g. 300")
     parser.add_argument("--out", default=str(RESULTS), help="CSV the rows are appended to (empty: none)")
     args = parser.parse_args(argv)
     if args.episodes < 1:
         parser.error(f"--episodes must be >= 1, got {args.episodes}")
+    if (args.kappa is not None) != (args.contact_model == "penalty"):
+        parser.error("--kappa goes with --contact-model penalty (and is required there)")
+    if args.kappa is not None and args.kappa <= 0:
+        parser.error(f"--kappa must be > 0, got {args.kappa}")
     rows = []
     for env_id in args.env:
         start = time.perf_counter()
-        new = measure(env_id, args.episodes, args.seed)
+        new = measure(env_id, args.episodes, args.seed, args.contact_model, args.kappa)
         print(table(new) + f"\n({env_id}: {time.perf_counter() - start:.0f} s)\n", flush=True)
         rows += new
     if args.out:

@@ -2,6 +2,8 @@
 
 import csv
 
+import pytest
+
 from baselines import contact_events
 
 
@@ -18,3 +20,30 @@ def test_box_push_strikes_are_bundled_and_pushing_is_not(tmp_path):
     # a strike's rise is its force (contact starts from nothing); pushing barely rises
     assert float(strikes["rise_p50"]) == float(strikes["force_p50"])
     assert float(pushing["rise_p50"]) < 0.1 * float(pushing["force_p50"])
+
+
+def test_penalty_model_rows_name_their_contact_model(tmp_path):
+    out = tmp_path / "events.csv"
+    rows = contact_events.main(["--env", "BoxPush-v0", "--episodes", "1", "--contact-model", "penalty",
+                                "--kappa", "300", "--out", str(out)])
+    assert rows and all(r["contact_model"] == "penalty" and r["kappa"] == 300.0 for r in rows)
+    written = list(csv.DictReader(open(out)))
+    assert [r["contact_model"] for r in written] == ["penalty"] * len(rows)
+    # the scripted push touches the box in every episode, under either model
+    assert int(next(r for r in written if r["policy"] == "scripted" and r["group"] == "sustained")["steps"]) > 0
+    assert "penalty (kappa 300)" in contact_events.table(rows)
+
+
+@pytest.mark.parametrize("argv", [["--kappa", "300"], ["--contact-model", "penalty"],
+                                  ["--contact-model", "penalty", "--kappa", "0"]])
+def test_kappa_goes_with_the_penalty_model(argv, capsys):
+    with pytest.raises(SystemExit):
+        contact_events.main(["--env", "BoxPush-v0", "--out", ""] + argv)
+    assert "--kappa" in capsys.readouterr().err
+
+
+def test_measure_refuses_a_kappa_without_the_penalty_model():
+    with pytest.raises(ValueError, match="kappa"):
+        contact_events.measure("BoxPush-v0", 1, contact_model="mujoco", kappa=300.0)
+    with pytest.raises(ValueError, match="contact_model"):
+        contact_events.measure("BoxPush-v0", 1, contact_model="rigid")
