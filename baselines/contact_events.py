@@ -5,14 +5,14 @@
 
 Runs each task's scripted controller (and, for BoxPush and PlanarHand, uniform random
 actions; for PlanarHand also ``gentle`` ones, a quarter of the range) and records, per
-control step, the largest contact-event
-force (``info["max_contact_force"]``: the normal forces between one pair of bodies summed,
-the largest over the step's substeps) and its rise within the step
-(``info["max_contact_rise"]``). Contact models (``--contact-model``): ``mujoco``, MuJoCo's soft constraints, on the
+control step, the largest contact-event force (``info["max_contact_force"]``: the normal
+forces between one pair of bodies summed, the largest over the step's substeps) and its
+rise within the step (``info["max_contact_rise"]``).
+
+Contact models (``--contact-model``): ``mujoco``, MuJoCo's soft constraints, on the
 MuJoCo C backend; ``penalty``, the BCG paper's penalty model at sharpness ``--kappa``
-(1/m), on the MJX backend (the only one that has it), whose normal forces are what the
-bcg trigger reads under that model. Steps with contact are grouped by what happens
-physically:
+(1/m; the model's default 300 without it), on the MJX backend, the only one that has it.
+The env checks both arguments. Steps with contact are grouped by what happens physically:
 
 * ``onset``: contact begins (no event force above ``CONTACT_N`` at the previous step): a
   strike, a fingertip impact, a landing after flight (a G1 foot touching down while the
@@ -34,6 +34,7 @@ from typing import Callable, Dict, List, Optional
 import numpy as np
 
 from baselines import append_csv
+from bcg_envs.physics.penalty_contact import PenaltyContact
 from bcg_envs.physics.simulator import CONTACT_MODELS
 
 RESULTS = Path(__file__).resolve().parent / "results" / "contact_events.csv"
@@ -81,18 +82,18 @@ def measure(
     env_id: str, episodes: int, seed: int = 0, contact_model: str = "mujoco", kappa: Optional[float] = None
 ) -> List[Dict[str, object]]:
     """Per policy and group, the force/rise quantiles and the bundled fractions, under
-    ``contact_model`` (``"penalty"`` needs ``kappa``, 1/m, and runs on MJX)."""
+    ``contact_model`` (``"penalty"`` runs on MJX at sharpness ``kappa``, 1/m, default
+    ``PenaltyContact.kappa``; the env rejects a bad model or kappa with ValueError)."""
     import gymnasium as gym
 
     import bcg_envs  # noqa: F401  (registers the ids)
 
-    if contact_model not in CONTACT_MODELS:
-        raise ValueError(f"contact_model must be one of {CONTACT_MODELS}, got {contact_model!r}")
-    if (kappa is not None) != (contact_model == "penalty"):
-        raise ValueError(f"kappa is the penalty model's sharpness: give it with contact_model='penalty' only (got {kappa!r})")
-    kwargs: Dict[str, object] = {"backend": "mujoco"}
-    if contact_model == "penalty":
-        kwargs = {"backend": "mjx", "contact_model": "penalty", "kappa": float(kappa)}
+    if contact_model == "penalty" and kappa is None:
+        kappa = PenaltyContact.kappa
+    kwargs: Dict[str, object] = {"backend": "mjx" if contact_model == "penalty" else "mujoco",
+                                 "contact_model": contact_model}
+    if kappa is not None:
+        kwargs["kappa"] = float(kappa)
     if env_id.startswith("G1"):
         kwargs["config"] = {"residual_actions": False}
     env = gym.make(f"bcg_envs/{env_id}", **kwargs)
@@ -158,16 +159,13 @@ def main(argv=None) -> List[Dict[str, object]]:
     parser.add_argument("--episodes", type=int, default=20, help="episodes per policy (seeds seed, seed + 1, ...)")
     parser.add_argument("--seed", type=int, default=0, help="first episode seed")
     parser.add_argument("--contact-model", default="mujoco", choices=CONTACT_MODELS,
-                        help="mujoco: MuJoCo C; penalty: the BCG paper's model on MJX (needs --kappa)")
-    parser.add_argument("--kappa", type=float, default=None, help="penalty sharpness (1/m), e.g. 300")
+                        help="mujoco: MuJoCo C; penalty: the BCG paper's model on MJX")
+    parser.add_argument("--kappa", type=float, default=None,
+                        help=f"penalty sharpness (1/m; penalty model only, default {PenaltyContact.kappa:g})")
     parser.add_argument("--out", default=str(RESULTS), help="CSV the rows are appended to (empty: none)")
     args = parser.parse_args(argv)
     if args.episodes < 1:
         parser.error(f"--episodes must be >= 1, got {args.episodes}")
-    if (args.kappa is not None) != (args.contact_model == "penalty"):
-        parser.error("--kappa goes with --contact-model penalty (and is required there)")
-    if args.kappa is not None and args.kappa <= 0:
-        parser.error(f"--kappa must be > 0, got {args.kappa}")
     rows = []
     for env_id in args.env:
         start = time.perf_counter()
