@@ -5,6 +5,7 @@ import csv
 import pytest
 
 from baselines import contact_events
+from bcg_envs.physics.penalty_contact import PenaltyContact
 
 
 def test_box_push_strikes_are_bundled_and_pushing_is_not(tmp_path):
@@ -45,4 +46,4 @@ def test_a_bad_kappa_is_refused_by_name(argv, message):
 
 def test_penalty_model_without_kappa_records_the_default():
     rows = contact_events.measure("BoxPush-v0", 1, contact_model="penalty")
-    assert {r["kappa"] for r in rows} == {300.0}
+    assert {r["kappa"] for r in rows} == {float(PenaltyContact.kappa)}
