@@ -7,9 +7,10 @@ Measured quantity: the gradient of the H-step return (the sum of the first H rew
 respect to the open-loop action sequence, flattened over the first H actions: what a
 first-order learner such as SHAC backpropagates. Rollouts run ``env.step`` inside
 ``lax.scan``; reverse mode through it gives the env's estimator (``make_jax(...,
-estimator=...)``). One compiled program per (level, estimator) covers every horizon: it
-rolls max(H) steps once and pulls back the vector of partial returns (one cotangent per
-horizon).
+estimator=...)``). One compiled program per (contact model, estimator) covers every
+horizon and every stiffness level: it rolls max(H) steps once and pulls back the vector of
+partial returns (one cotangent per horizon), and takes the level as an argument
+(``env.with_contact_stiffness`` inside ``jit``), so a sweep compiles each estimator once.
 
 Start states (``--starts``, default 64): BoxPush-v0 and PlanarHand-v0 reset with seeds
 0, 1, ... and run the task's scripted controller on MuJoCo C with the task's default
@@ -37,7 +38,8 @@ block) copies of the start jittered by the bundle's sigmas (1 cm in positions, 2
 velocities; quaternions untouched), with the start's own action sequence; the
 fraction of steps bundled; the control-step simulations per env step of the cost model
 (``simulations_per_step``); the wall time per start of the all-horizon gradient after
-compile. Non-finite gradients are counted (``nonfinite``) and left out of the statistics.
+compile (``compile_s``: the program's compile time, shared by every level of its
+contact model). Non-finite gradients are counted (``nonfinite``) and left out of the statistics.
 
 Outputs in ``--out`` (default ``baselines/results/<env>/``): ``gradient_variance.csv``,
 append-only, one block of rows per (contact model, level, estimator), skipped when a run
@@ -291,11 +293,12 @@ class Block:
 
 
 def gradient_program(env, horizons: Sequence[int], batch_cotangents: bool = True) -> Callable:
-    """``jit(vmap(f))``, ``f(qpos, qvel, task_info, actions (T, nu), seed) -> (grads (K, T,
-    nu), partial returns (K,), bundled (T,))``: one rollout of ``T = max(horizons)`` steps
-    and the gradients of its K partial returns. The K cotangents are pulled back batched
-    (``vmap``) or one after another (``lax.map``; for ``bcg``, whose batching rule would
-    bundle every cotangent copy)."""
+    """``jit(vmap(f))``, ``f(qpos, qvel, task_info, actions (T, nu), seed, level) -> (grads
+    (K, T, nu), partial returns (K,), bundled (T,))``: one rollout of ``T = max(horizons)``
+    steps of ``env`` at contact stiffness ``level`` (one scalar for the whole batch; see
+    ``with_contact_stiffness``) and the gradients of its K partial returns. The K
+    cotangents are pulled back batched (``vmap``) or one after another (``lax.map``; for
+    ``bcg``, whose batching rule would bundle every cotangent copy)."""
     import jax
     import jax.numpy as jnp
 
@@ -303,12 +306,13 @@ def gradient_program(env, horizons: Sequence[int], batch_cotangents: bool = True
     mask = jnp.asarray(np.arange(horizons.max())[None, :] < horizons[:, None], jnp.float32)  # (K, T)
     eye = jnp.eye(len(horizons), dtype=jnp.float32)
 
-    def one(qpos, qvel, task_info, actions, seed):
-        state = env.state_from(qpos, qvel, None, task_info, jax.random.PRNGKey(seed))
+    def one(qpos, qvel, task_info, actions, seed, level):
+        stiff = env.with_contact_stiffness(level)
+        state = stiff.state_from(qpos, qvel, None, task_info, jax.random.PRNGKey(seed))
 
         def partial_returns(acts):
             def body(s, a):
-                s = env.step(s, a)
+                s = stiff.step(s, a)
                 return s, (s.reward, s.info["bundled"])
 
             _, (rewards, bundled) = jax.lax.scan(body, state, acts)
@@ -318,14 +322,15 @@ def gradient_program(env, horizons: Sequence[int], batch_cotangents: bool = True
         grads = jax.vmap(pull)(eye)[0] if batch_cotangents else jax.lax.map(pull, eye)[0]
         return grads, returns, bundled
 
-    return jax.jit(jax.vmap(one))
+    return jax.jit(jax.vmap(one, in_axes=(0, 0, 0, 0, 0, None)))
 
 
-class LevelRunner:
-    """Gradients at one (contact model, level): one compiled program per estimator."""
+class ModelRunner:
+    """Gradients under one contact model: one compiled program per estimator, with the
+    stiffness level as its argument."""
 
-    def __init__(self, env_id: str, model: ContactModel, level: float, starts: Starts, horizons: Sequence[int]) -> None:
-        self.env_id, self.model, self.level = env_id, model, level
+    def __init__(self, env_id: str, model: ContactModel, starts: Starts, horizons: Sequence[int]) -> None:
+        self.env_id, self.model = env_id, model
         self.starts, self.horizons = starts, tuple(horizons)
         self._compiled: Dict[str, tuple] = {}
 
@@ -334,46 +339,55 @@ class LevelRunner:
         if estimator not in self._compiled:
             import bcg_envs
 
-            env = bcg_envs.make_jax(self.env_id, estimator=estimator, **self.model.env_kwargs(self.level))
+            level = self.model.levels[0]
+            env = bcg_envs.make_jax(self.env_id, estimator=estimator, **self.model.env_kwargs(level))
             program = gradient_program(env, self.horizons, batch_cotangents=estimator != "bcg")
             t0 = time.perf_counter()
-            lowered = program.lower(*self._args(self.starts.qpos, self.starts.qvel))
+            lowered = program.lower(*self._args(self.starts.qpos, self.starts.qvel, level))
             t1 = time.perf_counter()
             compiled = lowered.compile()
             t2 = time.perf_counter()
-            print(f"{self.model.name} level={self.level:g} {estimator}: traced in {t1 - t0:.1f} s, "
-                  f"compiled in {t2 - t1:.1f} s", flush=True)
+            print(f"{self.model.name} {estimator}: traced in {t1 - t0:.1f} s, compiled in {t2 - t1:.1f} s "
+                  f"(one program for every level)", flush=True)
             self._compiled[estimator] = (env, compiled, t2 - t0)
         return self._compiled[estimator]
 
-    def _args(self, qpos: np.ndarray, qvel: np.ndarray, seed0: int = 0):
+    def _args(self, qpos: np.ndarray, qvel: np.ndarray, level: float, seed0: int = 0):
         s = self.starts
         seeds = np.arange(seed0, seed0 + len(s), dtype=np.int32)
         info = {k: np.asarray(v) for k, v in s.task_info.items()}
-        return (np.asarray(qpos, np.float32), np.asarray(qvel, np.float32), info, np.asarray(s.actions, np.float32), seeds)
+        return (np.asarray(qpos, np.float32), np.asarray(qvel, np.float32), info, np.asarray(s.actions, np.float32),
+                seeds, np.float32(level))
 
-    def block(self, estimator: str) -> Block:
-        """All starts' gradients with ``estimator``, timed after compile."""
+    def _checked(self, estimator: str, level: float):
+        """``_program(estimator)`` after checking ``level`` as the env's constructor would."""
         env, compiled, compile_s = self._program(estimator)
+        env.with_contact_stiffness(level)
+        return env, compiled, compile_s
+
+    def block(self, estimator: str, level: float) -> Block:
+        """All starts' gradients with ``estimator`` at ``level``, timed after compile."""
+        env, compiled, compile_s = self._checked(estimator, level)
         t0 = time.perf_counter()
-        grads, _, bundled = compiled(*self._args(self.starts.qpos, self.starts.qvel))
+        grads, _, bundled = compiled(*self._args(self.starts.qpos, self.starts.qvel, level))
         grads = np.asarray(grads)
         seconds = (time.perf_counter() - t0) / len(self.starts)
         return Block(grads, np.asarray(bundled), seconds, compile_s, env.stepper(estimator).num_samples,
                      env.state_size, env.action_size)
 
-    def reference(self, samples: int, sigma: Tuple[float, float], seed: int = 1) -> np.ndarray:
-        """Per start, the mean of exact gradients at ``samples`` copies of it jittered by
-        ``sigma`` (positions m or rad, velocities m/s or rad/s; quaternions untouched),
-        (N, K, T, nu); NaN where every copy was non-finite."""
-        env, compiled, _ = self._program("exact")
+    def reference(self, level: float, samples: int, sigma: Tuple[float, float], seed: int = 1) -> np.ndarray:
+        """Per start, the mean of exact gradients at ``level`` at ``samples`` copies of it
+        jittered by ``sigma`` (positions m or rad, velocities m/s or rad/s; quaternions
+        untouched), (N, K, T, nu); NaN where every copy was non-finite."""
+        env, compiled, _ = self._checked("exact", level)
         qmask = _position_mask(env.mj_model)
         rng = np.random.default_rng(seed)
         total, count = 0.0, 0
         for r in range(samples):
             qpos = self.starts.qpos + sigma[0] * rng.standard_normal(self.starts.qpos.shape) * qmask
             qvel = self.starts.qvel + sigma[1] * rng.standard_normal(self.starts.qvel.shape)
-            g = np.asarray(compiled(*self._args(qpos, qvel, seed0=(r + 1) * len(self.starts)))[0], np.float64)
+            args = self._args(qpos, qvel, level, seed0=(r + 1) * len(self.starts))
+            g = np.asarray(compiled(*args)[0], np.float64)
             ok = np.all(np.isfinite(g), axis=(1, 2, 3))
             total = total + np.where(ok[:, None, None, None], g, 0.0)
             count = count + ok
@@ -545,52 +559,54 @@ def _data_path(out_dir: Path, model: ContactModel, level: float, what: str, n: i
     return out_dir / "gradient_variance_data" / f"{model.name}_{level_key(level)}_{what}_n{n}.npz"
 
 
-RunnerFactory = Callable[[str, ContactModel, float, Starts, Sequence[int]], LevelRunner]
+RunnerFactory = Callable[[str, ContactModel, Starts, Sequence[int]], ModelRunner]
 
 
 def sweep(env_id: str, models: Sequence[ContactModel], estimators: Sequence[str], starts: Starts, horizons: Sequence[int],
           out_dir: Path, *, reference_samples: int = 16, resamples: int = 1000,
-          runner: RunnerFactory = LevelRunner) -> List[dict]:
+          runner: RunnerFactory = ModelRunner) -> List[dict]:
     """Measure every missing (contact model, level, estimator) block, appending each to
     the CSV as it completes; returns the new rows. ``exact`` runs first at each level (the
-    variance ratios need it); ``runner`` builds a level's gradient source."""
+    variance ratios need it); ``runner`` builds a contact model's gradient source, whose
+    compiled programs serve all its levels and are released before the next model."""
     (out_dir / "gradient_variance_data").mkdir(parents=True, exist_ok=True)
     estimators = sorted(dict.fromkeys(estimators), key=lambda e: e != "exact")
     done = done_blocks(read_rows(out_dir), len(starts), horizons)
     new_rows: List[dict] = []
     for model in models:
+        source = None
         for level in model.levels:
             todo = [e for e in estimators if (model.name, level_key(level), e) not in done]
             if not todo:
                 print(f"{model.name} level={level:g}: done, skipped", flush=True)
                 continue
-            source = runner(env_id, model, level, starts, horizons)
+            source = source or runner(env_id, model, starts, horizons)
             new_rows += _run_level(source, env_id, model, level, todo, starts, horizons, out_dir,
                                    reference_samples, resamples)
+        if source is not None:
             held = _memory_maps()
             del source
             _release_programs()
-            print(f"{model.name} level={level:g}: {held} memory maps held by its programs, "
-                  f"{_memory_maps()} after release", flush=True)
+            print(f"{model.name}: {held} memory maps held by its programs, {_memory_maps()} after release", flush=True)
     return new_rows
 
 
-def _run_level(source: LevelRunner, env_id: str, model: ContactModel, level: float, estimators: Sequence[str],
+def _run_level(source: ModelRunner, env_id: str, model: ContactModel, level: float, estimators: Sequence[str],
                starts: Starts, horizons: Sequence[int], out_dir: Path, reference_samples: int,
                resamples: int) -> List[dict]:
     """Measure and append one level's blocks; the reference follows the first block, so
-    that every block is timed on its program's first run."""
+    that the first level's blocks are timed on their programs' first run."""
     import bcg_envs
 
     sigma = bcg_envs.BundleConfig().state_sigma
     ref, rows = None, []
     for est in estimators:
         t0 = time.perf_counter()
-        block = source.block(est)
+        block = source.block(est, level)
         seconds = time.perf_counter() - t0
         if ref is None:
             path = _data_path(out_dir, model, level, f"reference{reference_samples}", len(starts))
-            ref = _cached(path, lambda: source.reference(reference_samples, sigma))
+            ref = _cached(path, lambda: source.reference(level, reference_samples, sigma))
         np.savez(_data_path(out_dir, model, level, est, len(starts)), grads=block.grads, bundled=block.bundled)
         exact = _load_grads(_data_path(out_dir, model, level, "exact", len(starts)))
         new = block_rows(env_id, model, level, est, block, ref, exact, horizons, starts.source, reference_samples, resamples)
@@ -639,9 +655,10 @@ def _memory_maps() -> Optional[int]:
 
 
 def _release_programs() -> None:
-    """Drop one level's envs and compiled programs before the next. XLA's CPU code lives
-    in memory maps; a PlanarHand sweep that held three levels' programs reached Linux's
-    default ``vm.max_map_count`` and LLVM failed with 'Cannot allocate memory'."""
+    """Drop one contact model's envs and compiled programs before the next. XLA's CPU
+    code lives in memory maps; a PlanarHand sweep that held fifteen programs at once
+    reached Linux's default ``vm.max_map_count`` and LLVM failed with 'Cannot allocate
+    memory'."""
     import jax
 
     gc.collect()

@@ -265,6 +265,18 @@ class MjxEnv(abc.ABC):
             self._steppers[key] = DifferentiableStep(self.physics, self.action_to_ctrl, estimator, bundle, backward)
         return self._steppers[key]
 
+    def with_contact_stiffness(self, value: float | jax.Array) -> "MjxEnv":
+        """A copy of this env with another contact stiffness: ``kappa`` (1/m) under the
+        penalty model, the ``solref`` time constant (s) under MuJoCo's. ``value`` may be a
+        traced scalar (call it inside ``jit``), so that one compiled program serves a whole
+        stiffness sweep instead of one program per level."""
+        new = copy.copy(self)
+        new.physics = self.physics.with_contact_stiffness(value)
+        new._steppers = {}
+        if not isinstance(value, jax.core.Tracer):
+            new.contact_stiffness = None if self.contact_model == "penalty" else float(value)
+        return new
+
     def reset(self, rng: jax.Array) -> State:
         rng, key = jax.random.split(rng)
         qpos, qvel, task_info = self.initial_state(key)

@@ -117,15 +117,17 @@ class DifferentiableStep:
         object.__setattr__(self, "_body_of_geom", np.asarray(m.geom_bodyid, np.int32))
         # Jitted once per instance: JAX caches the traced jaxpr, so the repeated traces
         # that reverse-mode scans and custom_vjp make of these are nearly free.
-        object.__setattr__(self, "_bcg_step_jacobians", triggered_bundle(self._exact_jacobians, self._jacobians))
-        object.__setattr__(self, "_bcg_step_vjp", triggered_bundle(self._exact_vjp, self._bundle_vjp))
+        # The triggered pairs take the traced stiffness (or None) as their first argument.
+        at = self._at_stiffness_argument
+        object.__setattr__(self, "_bcg_step_jacobians", triggered_bundle(at("_exact_jacobians"), at("_jacobians")))
+        object.__setattr__(self, "_bcg_step_vjp", triggered_bundle(at("_exact_vjp"), at("_bundle_vjp")))
         object.__setattr__(self, "forward", jax.jit(self._forward))
         object.__setattr__(self, "jacobians", jax.jit(self._jacobians_at))
         build = self._build_vjp_step if self.backward == "vjp" else self._build_jacobian_product_step
         object.__setattr__(self, "_vjp_step", build())
         if self.branching:
-            object.__setattr__(self, "_branches_forward", triggered_bundle(self._no_branches, self._roll_branches))
-            object.__setattr__(self, "_branch_backward", triggered_bundle(self._exact_backward, self._branches_backward))
+            object.__setattr__(self, "_branches_forward", triggered_bundle(at("_no_branches"), at("_roll_branches")))
+            object.__setattr__(self, "_branch_backward", triggered_bundle(at("_exact_backward"), at("_branches_backward")))
             object.__setattr__(self, "_branch_step", self._build_branch_step())
 
     # ----- tangent coordinates -------------------------------------------------------
@@ -219,7 +221,7 @@ class DifferentiableStep:
         if self.estimator == "bundle":
             return self._bundle_vjp(*args)
         if self.estimator == "bcg":
-            return self._bcg_step_vjp(trigger, *args)
+            return self._bcg_step_vjp(trigger, self.physics.traced_stiffness, *args)
         A, B, _ = self._jacobians(data0, action, key, contact, ref_next)  # zeroth, alpha: fitted
         return A.T @ g_y, B.T @ g_y
 
@@ -254,7 +256,7 @@ class DifferentiableStep:
         """Next step plus the estimator's (A, B) in tangent coordinates and its stats."""
         nominal, next_data, contact, trigger = self.forward(data0, action, key, window)
         if self.estimator == "bcg":
-            A, B, stats = self._bcg_step_jacobians(trigger, data0, action, key, contact, next_data)
+            A, B, stats = self._bcg_step_jacobians(trigger, self.physics.traced_stiffness, data0, action, key, contact, next_data)
         else:
             A, B, stats = self._jacobians(data0, action, key, contact, next_data)
         # A non-finite Jacobian (every branch dropped, or a diverging step) becomes zero, so
@@ -279,36 +281,50 @@ class DifferentiableStep:
         if self._quat:
             J_diff = jax.jacfwd(lambda q: tangent.difference_pos(self.physics.mj_model, q, qpos0))(qpos0)
             g_dq0 = J_diff.T @ g_dq0
-        return (g_dq0, g_x[nv : 2 * nv], g_x[2 * nv :], g_u, None, None, None)
+        return (g_dq0, g_x[nv : 2 * nv], g_x[2 * nv :], g_u, None, None, None, None)
 
-    def _primal(self, qpos, qvel, act, action, data0, key, window):
+    def _at_stiffness_argument(self, name: str) -> Callable:
+        """Method ``name`` as ``f(stiffness, *args)``, run on ``at_stiffness(stiffness)``:
+        a custom_vmap that is batched after its trace must not close over a tracer."""
+        return lambda stiffness, *args: getattr(self.at_stiffness(stiffness), name)(*args)
+
+    def at_stiffness(self, stiffness: jax.Array | None) -> "DifferentiableStep":
+        """This step with its physics at contact stiffness ``stiffness`` (None: itself).
+        The custom rules below take a traced stiffness as an argument and rebuild the
+        step from it: JAX cannot lower a custom_vjp that closes over a tracer."""
+        if stiffness is None:
+            return self
+        return dataclasses.replace(self, physics=self.physics.with_contact_stiffness(stiffness))
+
+    def _primal(self, qpos, qvel, act, action, data0, key, window, stiffness):
         """The step as the custom_vjp sees it: ((qpos, qvel, act), aux) of the next state."""
         data0 = data0.replace(qpos=qpos, qvel=qvel, act=act)
-        _, next_data, contact, trigger = self.forward(data0, action, key, window)
+        _, next_data, contact, trigger = self.at_stiffness(stiffness).forward(data0, action, key, window)
         return (next_data.qpos, next_data.qvel, next_data.act), (next_data, contact, trigger)
 
     def _build_vjp_step(self):
         """The custom_vjp step whose backward pass recomputes the step and pulls the
         cotangent back by the estimator's VJP (no full Jacobians)."""
 
-        def fwd(qpos, qvel, act, action, data0, key, window):
-            out = self._primal(qpos, qvel, act, action, data0, key, window)
+        def fwd(qpos, qvel, act, action, data0, key, window, stiffness):
+            out = self._primal(qpos, qvel, act, action, data0, key, window, stiffness)
             (qpos1, qvel1, act1), (_, contact, trigger) = out
             data0 = data0.replace(qpos=qpos, qvel=qvel, act=act)
-            return out, (data0, action, key, contact, trigger, Configuration(qpos1, qvel1, act1))
+            return out, (data0, action, key, contact, trigger, Configuration(qpos1, qvel1, act1), stiffness)
 
         def bwd(res, cotangent):
-            data0, action, key, contact, trigger, ref = res
+            data0, action, key, contact, trigger, ref, stiffness = res
+            me = self.at_stiffness(stiffness)
             (g_qpos, g_qvel, g_act), _ = cotangent
-            g_y = self._tangent_cotangent(ref.qpos, g_qpos, g_qvel, g_act)
-            g_x, g_u = self._vjp(data0, action, key, contact, trigger, ref, g_y)
+            g_y = me._tangent_cotangent(ref.qpos, g_qpos, g_qvel, g_act)
+            g_x, g_u = me._vjp(data0, action, key, contact, trigger, ref, g_y)
             # A step whose own linearization is non-finite (every branch dropped, or a
             # diverging step whose state the env reverts) passes a zero cotangent back;
             # a non-finite incoming cotangent still propagates.
             ok = jnp.all(jnp.isfinite(g_x)) & jnp.all(jnp.isfinite(g_u))
             ok = ok | ~jnp.all(jnp.isfinite(g_y))
             g_x, g_u = jnp.where(ok, g_x, 0.0), jnp.where(ok, g_u, 0.0)
-            return self._state_cotangent(data0.qpos, g_x, g_u)
+            return me._state_cotangent(data0.qpos, g_x, g_u)
 
         step = jax.custom_vjp(self._primal)
         step.defvjp(fwd, bwd)
@@ -317,9 +333,9 @@ class DifferentiableStep:
     def _build_jacobian_product_step(self):
         """The custom_vjp step whose backward pass applies transposed full Jacobians."""
 
-        def fwd(qpos, qvel, act, action, data0, key, window):
+        def fwd(qpos, qvel, act, action, data0, key, window, stiffness):
             data0 = data0.replace(qpos=qpos, qvel=qvel, act=act)
-            (next_data, contact, trigger), (A, B), _ = self.jacobians(data0, action, key, window)
+            (next_data, contact, trigger), (A, B), _ = self.at_stiffness(stiffness).jacobians(data0, action, key, window)
             out = (next_data.qpos, next_data.qvel, next_data.act), (next_data, contact, trigger)
             return out, (A, B, qpos, next_data.qpos)
 
@@ -375,7 +391,7 @@ class DifferentiableStep:
         nominal, contact = control_step_with_contacts(self.physics, data0, self.action_to_ctrl(action))
         start = jnp.any(self._pressing(contact)) & (window == 0)
         active = start | (window > 0)
-        rolled = self._branches_forward(active, start, data0, action, key, contact, branches)
+        rolled = self._branches_forward(active, self.physics.traced_stiffness, start, data0, action, key, contact, branches)
         next_window = jnp.where(start, self.config.horizon - 1, jnp.maximum(window - 1, 0)).astype(jnp.int32)
         next_data = nominal
         if self.config.forward == "mean":
@@ -428,26 +444,29 @@ class DifferentiableStep:
     def _build_branch_step(self):
         """The custom_vjp step of ``bcg`` with branch rollouts (see the module docstring)."""
 
-        def primal(qpos, qvel, act, action, data0, key, window, branches):
-            out, (aux, _) = self._branching_primal(qpos, qvel, act, action, data0, key, window, branches)
+        def primal(qpos, qvel, act, action, data0, key, window, branches, stiffness):
+            me = self.at_stiffness(stiffness)
+            out, (aux, _) = me._branching_primal(qpos, qvel, act, action, data0, key, window, branches)
             return out, aux
 
-        def fwd(qpos, qvel, act, action, data0, key, window, branches):
-            out, (aux, (start, active, rolled)) = self._branching_primal(qpos, qvel, act, action, data0, key, window, branches)
+        def fwd(qpos, qvel, act, action, data0, key, window, branches, stiffness):
+            me = self.at_stiffness(stiffness)
+            out, (aux, (start, active, rolled)) = me._branching_primal(qpos, qvel, act, action, data0, key, window, branches)
             data0 = data0.replace(qpos=qpos, qvel=qvel, act=act)
             ref = Configuration(out[0], out[1], out[2])
-            return (out, aux), (data0, action, key, aux[1], start, active, branches, rolled, ref, out[3].valid)
+            return (out, aux), (data0, action, key, aux[1], start, active, branches, rolled, ref, out[3].valid, stiffness)
 
         def bwd(res, cotangent):
-            data0, action, key, contact, start, active, branches, rolled, ref, kept = res
+            data0, action, key, contact, start, active, branches, rolled, ref, kept, stiffness = res
+            me = self.at_stiffness(stiffness)
             (g_qpos, g_qvel, g_act, g_carried), _ = cotangent
             g_state = jnp.concatenate([g_qpos, g_qvel, g_act])
             g_kept = jnp.where(kept[:, None], g_carried.z, 0.0)  # a dropped or ended branch is a constant
-            g_in, g_u, g_branches = self._branch_backward(
-                active, start, data0, action, key, contact, branches, rolled, ref, g_state, g_kept
+            g_in, g_u, g_branches = me._branch_backward(
+                active, stiffness, start, data0, action, key, contact, branches, rolled, ref, g_state, g_kept
             )
             nq, nv = int(self.physics.mj_model.nq), self.nv
-            return (g_in[:nq], g_in[nq : nq + nv], g_in[nq + nv :], g_u, None, None, None, Branches(g_branches, None))
+            return (g_in[:nq], g_in[nq : nq + nv], g_in[nq + nv :], g_u, None, None, None, Branches(g_branches, None), None)
 
         step = jax.custom_vjp(primal)
         step.defvjp(fwd, bwd)
@@ -460,6 +479,7 @@ class DifferentiableStep:
         and the carried ``branches`` (``bcg`` with ``horizon > 1``; ``None``: no running
         rollout); everything else about the step is treated as a constant."""
         aux_in = jax.lax.stop_gradient(data0)
+        stiffness = self.physics.traced_stiffness
         if branches is None:
             branches = self.empty_branches(data0.qpos.dtype)
         if self.branching and branches.z.shape != (self.num_branches, self.nz):
@@ -470,13 +490,13 @@ class DifferentiableStep:
             )
         if self.branching:
             (qpos, qvel, act, carried), aux = self._branch_step(
-                data0.qpos, data0.qvel, data0.act, action, aux_in, key, window, branches
+                data0.qpos, data0.qvel, data0.act, action, aux_in, key, window, branches, stiffness
             )
             next_data, contact, trigger, next_window, dropped = aux
             next_data, contact, trigger = jax.lax.stop_gradient((next_data, contact, trigger))
             stats = {"bundle_dropped": dropped}
         else:
-            (qpos, qvel, act), aux = self._vjp_step(data0.qpos, data0.qvel, data0.act, action, aux_in, key, window)
+            (qpos, qvel, act), aux = self._vjp_step(data0.qpos, data0.qvel, data0.act, action, aux_in, key, window, stiffness)
             next_data, contact, trigger = jax.lax.stop_gradient(aux)
             next_window = self._next_window(contact, window) if self.estimator == "bcg" else jnp.zeros((), jnp.int32)
             carried, stats = Branches(jnp.zeros_like(branches.z), jnp.zeros_like(branches.valid)), {}

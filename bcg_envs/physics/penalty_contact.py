@@ -76,6 +76,8 @@ class PenaltyContact:
     def __post_init__(self) -> None:
         for name in ("kappa", "baumgarte", "slip_velocity"):
             value = getattr(self, name)
+            if isinstance(value, jax.core.Tracer):
+                continue  # a traced stiffness (``Physics.with_contact_stiffness``), checked by its caller
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:
                 raise ValueError(f"{name} must be a positive finite number, got {value!r}")
         if self.baumgarte > 1:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from pathlib import Path
 from typing import NamedTuple, Optional, Tuple, Union
@@ -119,6 +120,35 @@ class Physics:
         contact = probe._impl.contact
         object.__setattr__(self, "_efc_address", np.asarray(contact.efc_address))
         object.__setattr__(self, "_contact_dim", np.asarray(contact.dim))
+        #: The physics as constructed (``with_contact_stiffness`` starts from it).
+        object.__setattr__(self, "original", self)
+        #: The contact stiffness when it is traced (custom derivative rules must receive
+        #: it as an argument, not close over it), else None.
+        object.__setattr__(self, "traced_stiffness", None)
+
+    def with_contact_stiffness(self, value: float | jax.Array) -> "Physics":
+        """A copy with another contact stiffness: the penalty model's ``kappa`` (1/m), or
+        under MuJoCo's model every contact's ``solref`` time constant (s; damping ratios
+        kept). ``value`` may be a traced scalar, so that one compiled program serves every
+        stiffness; a concrete one is checked like the constructor's argument. The MuJoCo C
+        model (``mj_model``) keeps the original stiffness."""
+        traced = isinstance(value, jax.core.Tracer)
+        base = self.original
+        new = copy.copy(base)
+        object.__setattr__(new, "traced_stiffness", value if traced else None)
+        if base.penalty is not None:
+            kappa = value if traced else float(value)
+            object.__setattr__(new, "penalty", dataclasses.replace(base.penalty, kappa=kappa))
+            return new
+        if float(base.mj_model.geom_solref[:, 0].min(initial=1.0)) <= 0:
+            raise ValueError("with_contact_stiffness sets solref time constants; this model uses direct (negative) solref")
+        tc = value if traced else stiffness_time_constant(float(value), float(base.mj_model.opt.timestep))
+        m = base.model
+        replaced = {"geom_solref": m.geom_solref.at[:, 0].set(tc)}
+        if base.mj_model.npair:
+            replaced["pair_solref"] = m.pair_solref.at[:, 0].set(tc)
+        object.__setattr__(new, "model", m.replace(**replaced))
+        return new
 
     @property
     def dt(self) -> float:

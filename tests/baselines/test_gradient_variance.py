@@ -1,6 +1,7 @@
 """baselines/gradient_variance.py: statistics, resumable CSV, a quick real sweep."""
 
 import csv
+import dataclasses
 import math
 
 import numpy as np
@@ -81,8 +82,9 @@ class StubRunner:
 
     calls = []
 
-    def __init__(self, env_id, model, level, starts, horizons):
-        self.level, self.starts, self.horizons = level, starts, horizons
+    def __init__(self, env_id, model, starts, horizons):
+        self.starts, self.horizons = starts, horizons
+        StubRunner.calls.append(("runner", model.name))
 
     def _grads(self, scale, seed):
         n, t, nu = self.starts.actions.shape
@@ -90,12 +92,12 @@ class StubRunner:
         steps = np.arange(t)[None, :, None]
         return scale * (1.0 + steps) * rng.standard_normal((n, len(self.horizons), t, nu))
 
-    def reference(self, samples, sigma):
-        StubRunner.calls.append(("reference", self.level))
+    def reference(self, level, samples, sigma):
+        StubRunner.calls.append(("reference", level))
         return np.zeros_like(self._grads(1.0, 0)) + 1.0
 
-    def block(self, estimator):
-        StubRunner.calls.append((estimator, self.level))
+    def block(self, estimator, level):
+        StubRunner.calls.append((estimator, level))
         scale = {"exact": 1.0, "bcg": 0.5, "bundle": 1e9}[estimator]
         n, t, _ = self.starts.actions.shape
         bundled = np.zeros((n, t), bool) if estimator == "exact" else np.ones((n, t), bool)
@@ -113,7 +115,7 @@ def test_sweep_appends_blocks_and_skips_them_when_restarted(tmp_path):
     rows = gv.sweep("BoxPush-v0", [model], ["bcg", "exact"], starts, horizons, tmp_path,
                     reference_samples=3, resamples=50, runner=StubRunner)
     assert len(rows) == 2 * 2 * 2
-    assert StubRunner.calls == [("exact", 0.02), ("reference", 0.02), ("bcg", 0.02),
+    assert StubRunner.calls == [("runner", "mujoco"), ("exact", 0.02), ("reference", 0.02), ("bcg", 0.02),
                                 ("exact", 0.008), ("reference", 0.008), ("bcg", 0.008)]
     with (tmp_path / gv.CSV_NAME).open() as f:
         reader = csv.DictReader(f)
@@ -133,7 +135,7 @@ def test_sweep_appends_blocks_and_skips_them_when_restarted(tmp_path):
     assert StubRunner.calls == []
     more = gv.sweep("BoxPush-v0", [model], ["exact", "bcg", "bundle"], starts, horizons, tmp_path,
                     reference_samples=3, resamples=50, runner=StubRunner)
-    assert StubRunner.calls == [("bundle", 0.02), ("bundle", 0.008)]
+    assert StubRunner.calls == [("runner", "mujoco"), ("bundle", 0.02), ("bundle", 0.008)]
     assert all(r["variance_ratio"] > 1e16 for r in more)
     assert len(gv.read_rows(tmp_path)) == len(first) + len(more)
 
@@ -176,3 +178,38 @@ def test_quick_sweep_on_box_push(tmp_path, contact_model):
         assert (tmp_path / name).stat().st_size > 1000
     # A restart finds every block done.
     assert gv.main(["--quick", "--env", "BoxPush-v0", "--contact-model", contact_model, "--out", str(tmp_path)]) == []
+
+
+@pytest.mark.parametrize("contact_model, levels", [("penalty", (50.0, 500.0)), ("mujoco", (0.05, 0.004))])
+def test_one_program_for_every_level_matches_an_env_built_at_that_level(contact_model, levels):
+    """The sweep's program takes the stiffness as an argument: built at the softer level
+    and run at the stiffer one, its rollout gradients equal those of an env built at the
+    stiffer level (4 steps from 2 scripted BoxPush starts just before the strike), and
+    differ from the softer level's (the level is not ignored)."""
+    import jax
+    import jax.numpy as jnp
+
+    import bcg_envs
+
+    model = dataclasses.replace(gv.CONTACT_MODELS[contact_model], levels=levels)
+    starts = gv.scripted_starts("BoxPush-v0", 2, 4, threshold=1.0, lead=2)
+    runner = gv.ModelRunner("BoxPush-v0", model, starts, (4,))
+    soft, stiff = (runner.block("exact", level).grads[:, 0] for level in levels)
+
+    built = bcg_envs.make_jax("BoxPush-v0", estimator="exact", **model.env_kwargs(levels[1]))
+
+    def rollout_return(qpos, qvel, info, actions):
+        def body(s, a):
+            s = built.step(s, a)
+            return s, s.reward
+
+        state = built.state_from(qpos, qvel, None, info, jax.random.PRNGKey(0))
+        return jax.lax.scan(body, state, actions)[1].sum()
+
+    grad = jax.jit(jax.vmap(jax.grad(rollout_return, argnums=3)))
+    info = {k: jnp.asarray(v) for k, v in starts.task_info.items()}
+    expected = np.asarray(grad(jnp.asarray(starts.qpos, jnp.float32), jnp.asarray(starts.qvel, jnp.float32), info,
+                               jnp.asarray(starts.actions, jnp.float32)))
+    scale = np.abs(expected).max()
+    np.testing.assert_allclose(stiff, expected, rtol=1e-4, atol=1e-5 * scale)
+    assert np.abs(stiff - soft).max() > 1e-3 * scale

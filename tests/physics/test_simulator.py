@@ -52,3 +52,23 @@ def test_penalty_model_switches_mujoco_contact_rows_off():
 def test_penalty_model_is_mjx_only():
     with pytest.raises(ValueError, match="MJX backend only"):
         gym.make("bcg_envs/BoxPush-v0", backend="mujoco", contact_model="penalty")
+
+
+def test_with_contact_stiffness_copies_the_env_and_checks_a_concrete_value():
+    """The copy has the new stiffness in the MJX model (MuJoCo) or the penalty
+    parameters; the original env is unchanged; bad values raise like the constructor's."""
+    penalty = bcg_envs.make_jax("BoxPush-v0", contact_model="penalty", kappa=300.0)
+    assert penalty.with_contact_stiffness(50.0).physics.penalty.kappa == 50.0
+    assert penalty.physics.penalty.kappa == 300.0
+    with pytest.raises(ValueError, match="kappa"):
+        penalty.with_contact_stiffness(-1.0)
+    soft = bcg_envs.make_jax("BoxPush-v0", contact_stiffness=0.02, physics_dt=0.001)
+    stiff = soft.with_contact_stiffness(0.004)
+    np.testing.assert_allclose(np.asarray(stiff.physics.model.geom_solref[:, 0]), 0.004)
+    np.testing.assert_allclose(np.asarray(soft.physics.model.geom_solref[:, 0]), 0.02)
+    np.testing.assert_allclose(np.asarray(stiff.physics.model.geom_solref[:, 1]),
+                               np.asarray(soft.physics.model.geom_solref[:, 1]))  # damping ratios kept
+    with pytest.raises(ValueError, match="physics_dt"):
+        soft.with_contact_stiffness(0.001)  # below 2 x the 1 ms timestep
+    with pytest.raises(ValueError, match="direct"):
+        bcg_envs.make_jax("BoxPush-v0", contact_stiffness=(2e4, 50.0)).with_contact_stiffness(0.02)
