@@ -3,9 +3,10 @@ budget and seed for every algorithm.
 
     python -m baselines.tune --env BoxPush-v0 --algos sb3_ppo shac_bcg --steps 200000 --seed 0
 
-The grids are ``baselines/configs/tuning/grids.json``: per config section (``sb3_ppo``,
-``brax_ppo``, ``shac``, ``brax_apg``) a list of values per key, six settings each (their
-product). Every setting overrides the task's config (``baselines/configs/<env>.json``) and
+The grids are ``baselines/configs/tuning/grids.json`` (``--grids`` for another file): per
+config section (``sb3_ppo``, ``brax_ppo``, ``shac``, ``brax_apg``) a list of values per key,
+six settings each (their product). Every setting overrides the task's config
+(``baselines/configs/<env>.json``, or ``--config``) and
 trains once with the protocol of ``baselines.compare`` (same evaluation episodes,
 deterministic policy). A setting is scored by its final success rate, ties broken by the
 mean return of its last two evaluations. Runs go to ``<out>/<algo>/<setting>_seed<s>.csv``
@@ -38,8 +39,15 @@ def settings(grid: Dict[str, list]) -> List[Dict[str, object]]:
 
 
 def setting_name(setting: Dict[str, object]) -> str:
-    """A file-name-safe name of a setting: ``actor_lr=0.002,horizon=16``."""
-    return ",".join(f"{k}={v}" for k, v in setting.items())
+    """A file-name-safe name of a setting: ``actor_lr=0.002,horizon=16``; a dict value
+    (SB3's ``policy_kwargs``) names its entries: ``policy_kwargs.log_std_init=-1.0``."""
+    parts = []
+    for key, value in setting.items():
+        if isinstance(value, dict):
+            parts.extend(f"{key}.{k}={v}" for k, v in value.items())
+        else:
+            parts.append(f"{key}={value}")
+    return ",".join(parts)
 
 
 def score(rows: List[compare.Row]) -> Tuple[float, float]:
@@ -49,10 +57,11 @@ def score(rows: List[compare.Row]) -> Tuple[float, float]:
 
 
 def tune(env_id: str, algos: List[str], steps: int, seed: int, out_dir: Path, evals: int = 5,
-         grids_path: Path = GRIDS) -> str:
+         grids_path: Path = GRIDS, config_path: Optional[Path] = None) -> str:
     """Run every setting of every algorithm's grid (skipping finished ones) and write
-    ``tuning.md``; returns its text."""
-    base = compare.load_config(env_id)
+    ``tuning.md``; returns its text. The settings override ``config_path`` (default: the
+    task's ``baselines/configs/<env>.json``)."""
+    base = compare.load_config(env_id, config_path)
     grids = json.loads(Path(grids_path).read_text())
     plans = []
     for algo in algos:
@@ -108,10 +117,12 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--evals", type=int, default=5)
     parser.add_argument("--out", default=None)
     parser.add_argument("--grids", default=str(GRIDS), help="JSON of the grids (default: baselines/configs/tuning/grids.json)")
+    parser.add_argument("--config", default=None, help="JSON the settings override (default: baselines/configs/<env>.json)")
     args = parser.parse_args(argv)
     single_cpu_client()
     out = Path(args.out or f"baselines/results/{args.env}/tuning")
-    tune(args.env, args.algos, args.steps, args.seed, out, args.evals, Path(args.grids))
+    tune(args.env, args.algos, args.steps, args.seed, out, args.evals, Path(args.grids),
+         Path(args.config) if args.config else None)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,11 @@ def test_settings_are_the_grid_product_in_key_order():
     assert tune.setting_name(out[1]) == "learning_rate=0.0001,ent_coef=0.01"
 
 
+def test_a_dict_value_is_named_by_its_entries():
+    setting = {"policy_kwargs": {"log_std_init": -1.0}, "learning_rate": 0.0003}
+    assert tune.setting_name(setting) == "policy_kwargs.log_std_init=-1.0,learning_rate=0.0003"
+
+
 def test_committed_grids_have_equal_effort_and_valid_keys():
     grids = json.loads(tune.GRIDS.read_text())
     sizes = {section: len(tune.settings(grid)) for section, grid in grids.items() if section != "about"}
@@ -28,6 +33,17 @@ def test_committed_grids_have_equal_effort_and_valid_keys():
             cfg = json.loads(json.dumps(base))
             cfg[section].update(setting)
             compare.validate_config(cfg, "BoxPush-v0", [algo])
+
+
+def test_the_g1_ppo_grid_fits_the_gpu_config():
+    grids = json.loads((compare.CONFIGS / "tuning" / "G1Jump-v0.sb3_ppo.json").read_text())
+    base = compare.load_config("G1Jump-v0", compare.CONFIGS / "G1Jump-v0.gpu.json")
+    settings = tune.settings(grids["sb3_ppo"])
+    assert len(settings) == 6
+    for setting in settings:
+        cfg = json.loads(json.dumps(base))
+        cfg["sb3_ppo"].update(setting)
+        compare.validate_config(cfg, "G1Jump-v0", ["sb3_ppo"])
 
 
 def test_score_prefers_success_then_return():
