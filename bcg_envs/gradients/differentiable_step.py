@@ -5,7 +5,9 @@ derivative, so reverse mode runs through it. Each control step is a ``jax.custom
 
 * the forward pass runs the step once and keeps only its inputs (one ``mjx.Data``),
   so a rollout's memory grows by one state per step, not by every solver intermediate
-  (the backward pass recomputes the step: rematerialization);
+  (the backward pass recomputes the step: rematerialization). ``exact`` on a small model
+  instead keeps the step's linearization when it takes at most ``LINEARIZATION_BUDGET``
+  bytes per step (BoxPush and PlanarHand; not G1), which saves the recomputation;
 * the backward pass pulls the cotangent back with vector-Jacobian products, never
   forming ``(A, B)``: ``exact`` is the VJP of the step (the implicit step applies
   ``H^-1`` to the cotangent), ``bundle`` and triggered ``bcg`` steps the mean of the
@@ -71,6 +73,16 @@ class StepResult(NamedTuple):
     branches: Branches  # branch states carried to the next step (B = 0 without rollouts)
 
 
+class KeptLinearization(NamedTuple):
+    """What ``exact``'s forward pass keeps for the backward pass when the step's
+    linearization fits ``LINEARIZATION_BUDGET``: its VJP and the chart points."""
+
+    pull: Callable  # g_y -> (A^T g_y, B^T g_y), a jax.tree_util.Partial holding the residuals
+    qpos0: jnp.ndarray
+    qpos1: jnp.ndarray
+    stiffness: jnp.ndarray | None
+
+
 class Configuration(NamedTuple):
     """The differentiable part of a state: what tangent offsets are measured from."""
 
@@ -81,6 +93,11 @@ class Configuration(NamedTuple):
 
 #: How the backward pass of a control step is computed (see the module docstring).
 BACKWARDS = ("vjp", "jacobians")
+
+#: Bytes per env and control step up to which ``exact``'s forward pass keeps the step's
+#: linearization for the backward pass instead of recomputing the step there: 64 envs x
+#: 32 steps (SHAC's batch) then hold at most 2 GiB.
+LINEARIZATION_BUDGET = 1 << 20
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -115,6 +132,7 @@ class DifferentiableStep:
         object.__setattr__(self, "nz", int(m.nq) + int(m.nv) + int(m.na))
         object.__setattr__(self, "_quat", tangent.has_quaternions(m))
         object.__setattr__(self, "_body_of_geom", np.asarray(m.geom_bodyid, np.int32))
+        object.__setattr__(self, "_linearization_size", None)  # bytes, set on first use
         # Jitted once per instance: JAX caches the traced jaxpr, so the repeated traces
         # that reverse-mode scans and custom_vjp make of these are nearly free.
         # The triggered pairs take the traced stiffness (or None) as their first argument.
@@ -294,7 +312,32 @@ class DifferentiableStep:
         step from it: JAX cannot lower a custom_vjp that closes over a tracer."""
         if stiffness is None:
             return self
-        return dataclasses.replace(self, physics=self.physics.with_contact_stiffness(stiffness))
+        copy = dataclasses.replace(self, physics=self.physics.with_contact_stiffness(stiffness))
+        object.__setattr__(copy, "_linearization_size", self._linearization_size)
+        return copy
+
+    def _linearized_step(self, data0: mjx.Data, action: jnp.ndarray):
+        """``(pull, next data, contact report)``: the step from ``data0`` and its VJP
+        ``pull(g_y) -> (A^T g_y, B^T g_y)`` in tangent coordinates, from one forward pass."""
+
+        def f(dx, du):
+            d1, contact = control_step_with_contacts(self.physics, self.displace(data0, dx), self.action_to_ctrl(action + du))
+            return self.offset(d1, jax.lax.stop_gradient(d1)), (d1, contact)
+
+        zx, zu = jnp.zeros(self.nx, data0.qvel.dtype), jnp.zeros(self.nu, action.dtype)
+        _, pull, (next_data, contact) = jax.vjp(f, zx, zu, has_aux=True)
+        return pull, next_data, contact
+
+    def keeps_linearization(self, data0: mjx.Data, action: jnp.ndarray) -> bool:
+        """Whether the forward pass keeps the step's linearization (``exact`` whose
+        linearization fits ``LINEARIZATION_BUDGET``; from shapes alone, once per step)."""
+        if self.estimator != "exact":
+            return False
+        if self._linearization_size is None:
+            pull = jax.eval_shape(lambda d, a: self._linearized_step(d, a)[0], data0, action)
+            size = sum(int(np.prod(x.shape)) * np.dtype(x.dtype).itemsize for x in jax.tree.leaves(pull))
+            object.__setattr__(self, "_linearization_size", size)
+        return self._linearization_size <= LINEARIZATION_BUDGET
 
     def _primal(self, qpos, qvel, act, action, data0, key, window, stiffness):
         """The step as the custom_vjp sees it: ((qpos, qvel, act), aux) of the next state."""
@@ -303,28 +346,42 @@ class DifferentiableStep:
         return (next_data.qpos, next_data.qvel, next_data.act), (next_data, contact, trigger)
 
     def _build_vjp_step(self):
-        """The custom_vjp step whose backward pass recomputes the step and pulls the
-        cotangent back by the estimator's VJP (no full Jacobians)."""
+        """The custom_vjp step whose backward pass pulls the cotangent back by the
+        estimator's VJP (no full Jacobians): from the linearization the forward pass kept
+        (``keeps_linearization``), else after recomputing the step."""
 
         def fwd(qpos, qvel, act, action, data0, key, window, stiffness):
+            data1 = data0.replace(qpos=qpos, qvel=qvel, act=act)
+            if self.keeps_linearization(data1, action):
+                me = self.at_stiffness(stiffness)
+                pull, next_data, contact = me._linearized_step(data1, action)
+                trigger = me._trigger(contact, window)
+                out = (next_data.qpos, next_data.qvel, next_data.act), (next_data, contact, trigger)
+                return out, KeptLinearization(pull, qpos, next_data.qpos, stiffness)
             out = self._primal(qpos, qvel, act, action, data0, key, window, stiffness)
             (qpos1, qvel1, act1), (_, contact, trigger) = out
-            data0 = data0.replace(qpos=qpos, qvel=qvel, act=act)
-            return out, (data0, action, key, contact, trigger, Configuration(qpos1, qvel1, act1), stiffness)
+            return out, (data1, action, key, contact, trigger, Configuration(qpos1, qvel1, act1), stiffness)
 
         def bwd(res, cotangent):
-            data0, action, key, contact, trigger, ref, stiffness = res
-            me = self.at_stiffness(stiffness)
             (g_qpos, g_qvel, g_act), _ = cotangent
-            g_y = me._tangent_cotangent(ref.qpos, g_qpos, g_qvel, g_act)
-            g_x, g_u = me._vjp(data0, action, key, contact, trigger, ref, g_y)
+            if isinstance(res, KeptLinearization):
+                me = self.at_stiffness(res.stiffness)
+                qpos0 = res.qpos0
+                g_y = me._tangent_cotangent(res.qpos1, g_qpos, g_qvel, g_act)
+                g_x, g_u = res.pull(g_y)
+            else:
+                data0, action, key, contact, trigger, ref, stiffness = res
+                me = self.at_stiffness(stiffness)
+                qpos0 = data0.qpos
+                g_y = me._tangent_cotangent(ref.qpos, g_qpos, g_qvel, g_act)
+                g_x, g_u = me._vjp(data0, action, key, contact, trigger, ref, g_y)
             # A step whose own linearization is non-finite (every branch dropped, or a
             # diverging step whose state the env reverts) passes a zero cotangent back;
             # a non-finite incoming cotangent still propagates.
             ok = jnp.all(jnp.isfinite(g_x)) & jnp.all(jnp.isfinite(g_u))
             ok = ok | ~jnp.all(jnp.isfinite(g_y))
             g_x, g_u = jnp.where(ok, g_x, 0.0), jnp.where(ok, g_u, 0.0)
-            return me._state_cotangent(data0.qpos, g_x, g_u)
+            return me._state_cotangent(qpos0, g_x, g_u)
 
         step = jax.custom_vjp(self._primal)
         step.defvjp(fwd, bwd)

@@ -228,6 +228,32 @@ def test_free_joint_vjp_equals_transposed_jacobians(free_body_env, estimator):
         assert bundled > 0
 
 
+def test_exact_backward_pass_is_the_same_from_a_kept_or_a_recomputed_linearization(free_body_env, monkeypatch):
+    """``exact`` keeps a small step's linearization from the forward pass; with a zero
+    budget it recomputes the step in the backward pass. Both equal the transposed
+    Jacobians (quaternion qpos, a landing box)."""
+    from bcg_envs.gradients import differentiable_step
+
+    env = free_body_env
+    n = 3
+    data = jax.vmap(env.reset)(jax.random.split(jax.random.PRNGKey(3), n)).data
+    data = data.replace(qvel=data.qvel.at[:, 2].set(-1.0))
+    actions = jnp.linspace(-1.0, 1.0, n)[:, None]
+    key, window, g = jax.random.PRNGKey(1), jnp.zeros((n,), jnp.int32), _cotangents(data)
+    stepper = env.stepper("exact")
+    assert stepper.keeps_linearization(_row(data, 0), actions[0])
+    kept = _step_vjp(env, "exact", batched=True)(data, actions, key, window, g)
+    monkeypatch.setattr(differentiable_step, "LINEARIZATION_BUDGET", 0)
+    assert not stepper.keeps_linearization(_row(data, 0), actions[0])
+    recomputed = _step_vjp(env, "exact", batched=True)(data, actions, key, window, g)
+    for i in range(n):
+        args = (_row(data, i), actions[i], key, window[i])
+        (nxt, _, _), (A, B), _ = stepper.jacobians(*args)
+        want = _transposed(env, A, B, data.qpos[i], nxt.qpos, _row(g, i))
+        _assert_close(_row(kept, i), want)
+        _assert_close(_row(recomputed, i), want)
+
+
 @pytest.mark.parametrize("space", ["cartesian", "joint"])
 def test_contact_perturbations_leave_the_floating_base_alone(free_body_env, space):
     """A contact on the arm of the free-floating box: bcg's perturbations move the arm's
