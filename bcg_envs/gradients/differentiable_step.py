@@ -7,7 +7,8 @@ derivative, so reverse mode runs through it. Each control step is a ``jax.custom
   so a rollout's memory grows by one state per step, not by every solver intermediate
   (the backward pass recomputes the step: rematerialization). ``exact`` on a small model
   instead keeps the step's linearization when it takes at most ``LINEARIZATION_BUDGET``
-  bytes per step (BoxPush and PlanarHand; not G1), which saves the recomputation;
+  bytes per step (BoxPush, PlanarHand, G1 at its own 4 ms timestep; not G1 at 1 ms),
+  which saves the recomputation;
 * the backward pass pulls the cotangent back with vector-Jacobian products, never
   forming ``(A, B)``: ``exact`` is the VJP of the step (the implicit step applies
   ``H^-1`` to the cotangent), ``bundle`` and triggered ``bcg`` steps the mean of the
@@ -132,7 +133,8 @@ class DifferentiableStep:
         object.__setattr__(self, "nz", int(m.nq) + int(m.nv) + int(m.na))
         object.__setattr__(self, "_quat", tangent.has_quaternions(m))
         object.__setattr__(self, "_body_of_geom", np.asarray(m.geom_bodyid, np.int32))
-        object.__setattr__(self, "_linearization_size", None)  # bytes, set on first use
+        # Bytes of one step's kept linearization per env, set by keeps_linearization.
+        object.__setattr__(self, "linearization_size", None)
         # Jitted once per instance: JAX caches the traced jaxpr, so the repeated traces
         # that reverse-mode scans and custom_vjp make of these are nearly free.
         # The triggered pairs take the traced stiffness (or None) as their first argument.
@@ -313,7 +315,7 @@ class DifferentiableStep:
         if stiffness is None:
             return self
         copy = dataclasses.replace(self, physics=self.physics.with_contact_stiffness(stiffness))
-        object.__setattr__(copy, "_linearization_size", self._linearization_size)
+        object.__setattr__(copy, "linearization_size", self.linearization_size)
         return copy
 
     def _linearized_step(self, data0: mjx.Data, action: jnp.ndarray):
@@ -333,11 +335,11 @@ class DifferentiableStep:
         linearization fits ``LINEARIZATION_BUDGET``; from shapes alone, once per step)."""
         if self.estimator != "exact":
             return False
-        if self._linearization_size is None:
+        if self.linearization_size is None:
             pull = jax.eval_shape(lambda d, a: self._linearized_step(d, a)[0], data0, action)
             size = sum(int(np.prod(x.shape)) * np.dtype(x.dtype).itemsize for x in jax.tree.leaves(pull))
-            object.__setattr__(self, "_linearization_size", size)
-        return self._linearization_size <= LINEARIZATION_BUDGET
+            object.__setattr__(self, "linearization_size", size)
+        return self.linearization_size <= LINEARIZATION_BUDGET
 
     def _primal(self, qpos, qvel, act, action, data0, key, window, stiffness):
         """The step as the custom_vjp sees it: ((qpos, qvel, act), aux) of the next state."""
