@@ -3,7 +3,9 @@
 ``MjxSimulation`` (one env) and ``MjxBatchSimulation`` (``num_envs`` copies in one
 ``jax.vmap`` call, same-step autoreset) implement ``bcg_envs.gym.Simulation`` and
 ``BatchSimulation`` over a JAX env: reset, step and ``grad_step`` are the env's own
-functions, jitted once per simulation (``grad_step`` once per (estimator, bundle)).
+functions, jitted once per simulation (``grad_step`` once per (estimator, bundle)). The
+step is the env's ``plain_step``: a Gymnasium step is never differentiated, so it
+compiles without the estimator's derivative rules and ``bcg``'s branch rollouts.
 Arguments arrive checked by the Gymnasium classes.
 """
 
@@ -67,13 +69,13 @@ class _JittedFunctions:
             self.reset = jax.jit(jax.vmap(env.reset))
 
             def step(states, actions):
-                new = jax.vmap(env.step)(states, actions)
+                new = jax.vmap(env.plain_step)(states, actions)
                 return new, autoreset(env, new)
 
             self.step = jax.jit(step)
         else:
             self.reset = jax.jit(env.reset)
-            self.step = jax.jit(env.step)
+            self.step = jax.jit(env.plain_step)
         # Jitted like reset/step, so that set_state's state has the same (uncommitted)
         # arrays as theirs and grad_step does not compile a second time for it.
         self.state_from = jax.jit(env.state_from)

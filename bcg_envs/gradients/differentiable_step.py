@@ -531,6 +531,40 @@ class DifferentiableStep:
         step.defvjp(fwd, bwd)
         return step
 
+    def plain(
+        self, data0: mjx.Data, action: jnp.ndarray, key: jax.Array, window: jnp.ndarray, branches: Branches | None = None
+    ) -> StepResult:
+        """The step's values without its derivative rules or branch rollouts: ``__call__``'s
+        next state, contact report, ``bundled`` and window, with no branches carried and
+        none dropped. It compiles to about one control step where ``__call__`` with branch
+        rollouts compiles the branches' step too (twice the XLA program). For callers that
+        never differentiate a rollout (the Gymnasium envs). ``bcg`` with ``forward="mean"``
+        needs the branches for the next state itself: there it is ``__call__``."""
+        if self.branching and self.config.forward == "mean":
+            return self(data0, action, key, window, branches)
+        data0 = jax.lax.stop_gradient(data0)
+        window = jnp.asarray(window, jnp.int32)
+        _, next_data, contact, trigger = self._forward(data0, action, key, window)
+        if self.branching:  # a branch rollout in flight is not restarted (as in __call__)
+            start = jnp.any(self._pressing(contact)) & (window == 0)
+            trigger = start | (window > 0)
+            next_window = jnp.where(start, self.config.horizon - 1, jnp.maximum(window - 1, 0)).astype(jnp.int32)
+        elif self.estimator == "bcg":
+            next_window = self._next_window(contact, window)
+        else:
+            next_window = jnp.zeros((), jnp.int32)
+        z = self.empty_branches(data0.qpos.dtype) if branches is None else branches
+        stats = {"bundle_dropped": jnp.zeros((), jnp.int32)} if self.branching else {}
+        return StepResult(
+            data=refresh(self.physics, next_data),
+            contact_force=contact.force,
+            contact_rise=contact.rise,
+            bundled=trigger,
+            bundle_window=next_window,
+            stats=stats,
+            branches=Branches(jnp.zeros_like(z.z), jnp.zeros_like(z.valid)),
+        )
+
     def __call__(
         self, data0: mjx.Data, action: jnp.ndarray, key: jax.Array, window: jnp.ndarray, branches: Branches | None = None
     ) -> StepResult:

@@ -120,3 +120,33 @@ def test_branch_states_travel_only_with_a_branching_env(window_h2):
     assert "bundle_branches" not in s.info and "bundle_branch_valid" not in s.info
     with pytest.raises(ValueError, match="carries none"):
         plain.step_with(plain.stepper("bcg", BundleConfig(horizon=2)), s, jnp.asarray(ACTIONS[0]))
+
+
+@pytest.mark.parametrize(
+    "estimator, bundle",
+    [("bcg", BundleConfig(horizon=3)), ("bcg", BundleConfig(horizon=1))],
+)
+def test_plain_step_has_the_values_of_the_differentiable_step(estimator, bundle):
+    """``plain_step`` (what the Gymnasium envs step) reaches the same states, rewards and
+    info as ``step`` through a strike that opens a bundle window, with branch rollouts
+    (H = 3) and without (H = 1); only the branch entries differ (it rolls none)."""
+    env = bcg_envs.make_jax("BoxPush-v0", estimator=estimator, bundle=bundle)
+    _, _, task_info = env.initial_state(jax.random.PRNGKey(0))
+    s = p = env.state_from(jnp.asarray(QPOS), jnp.asarray(QVEL), None, task_info, jax.random.PRNGKey(7))
+    step, plain = jax.jit(env.step), jax.jit(env.plain_step)
+    bundled = []
+    for a in [ACTIONS[0], ACTIONS[1], ACTIONS[1], ACTIONS[0], ACTIONS[1]]:
+        s, p = step(s, jnp.asarray(a)), plain(p, jnp.asarray(a))
+        np.testing.assert_allclose(np.asarray(p.data.qpos), np.asarray(s.data.qpos), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(np.asarray(p.data.qvel), np.asarray(s.data.qvel), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(np.asarray(p.data.xpos), np.asarray(s.data.xpos), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(np.asarray(p.obs), np.asarray(s.obs), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(float(p.reward), float(s.reward), rtol=1e-6, atol=1e-6)
+        assert float(p.done) == float(s.done)
+        for k, v in s.info.items():
+            if k not in ("bundle_branches", "bundle_branch_valid", "bundle_dropped"):
+                np.testing.assert_allclose(np.asarray(p.info[k]), np.asarray(v), rtol=1e-6, atol=1e-6, err_msg=k)
+        bundled.append(bool(s.info["bundled"]))
+        if "bundle_branch_valid" in p.info:
+            assert not np.asarray(p.info["bundle_branch_valid"]).any()
+    assert bundled[0]  # the strike opened a window
