@@ -35,15 +35,18 @@ def test_committed_grids_have_equal_effort_and_valid_keys():
             compare.validate_config(cfg, "BoxPush-v0", [algo])
 
 
-def test_the_g1_ppo_grid_fits_the_gpu_config():
-    grids = json.loads((compare.CONFIGS / "tuning" / "G1Jump-v0.sb3_ppo.json").read_text())
+def test_the_g1_grids_fit_the_gpu_config():
+    grids = json.loads((compare.CONFIGS / "tuning" / "G1Jump-v0.json").read_text())
     base = compare.load_config("G1Jump-v0", compare.CONFIGS / "G1Jump-v0.gpu.json")
-    settings = tune.settings(grids["sb3_ppo"])
-    assert len(settings) == 6
-    for setting in settings:
-        cfg = json.loads(json.dumps(base))
-        cfg["sb3_ppo"].update(setting)
-        compare.validate_config(cfg, "G1Jump-v0", ["sb3_ppo"])
+    for algo in ("sb3_ppo", "shac_exact", "shac_bcg"):
+        section = compare.config_section(algo)
+        settings = tune.settings(grids[section])
+        assert len(settings) == 6  # equal effort
+        for setting in settings:
+            cfg = json.loads(json.dumps(base))
+            cfg[section].update(setting)
+            compare.validate_config(cfg, "G1Jump-v0", [algo])
+            compare.check_budgets(cfg, [algo], 262_144, 8)
 
 
 def test_score_prefers_success_then_return():
