@@ -10,11 +10,18 @@ mean/variance, the activation, the LayerNorm flag and the layer sizes.
 * per hidden layer ``x = LayerNorm(act(x @ W + b))`` (LayerNorm epsilon 1e-6, as flax);
 * ``action = tanh(x @ W_out + b_out)``, in [-1, 1].
 
+The same format holds other learners' MLP policies (``baselines.export_sb3`` writes SB3
+PPO's): ``obs_clip`` bounds the normalized observation (SB3's ``VecNormalize`` clips at
+10) and ``output="clip"`` clips the output layer to [-1, 1] instead of squashing it
+(SB3's deterministic ``predict``).
+
 Arrays in the file: ``layer_sizes`` (obs size, hidden widths..., action size),
 ``kernel_i``/``bias_i`` (i = 0 .. number of hidden layers; the last is the output layer),
 ``ln_scale_i``/``ln_bias_i`` per hidden layer when ``layer_norm``, ``obs_mean``/``obs_var``
 when ``normalize_observations``, and the scalars ``activation``, ``layer_norm``,
-``normalize_observations``, ``obs_eps``, ``ln_eps``, ``env_id``, ``format_version``.
+``normalize_observations``, ``obs_eps``, ``ln_eps``, ``env_id``, ``format_version``; since
+format 2, optionally ``obs_clip`` (default: none) and ``output`` (``"tanh"``, the default,
+or ``"clip"``).
 """
 
 from __future__ import annotations
@@ -24,7 +31,9 @@ from typing import Any, Callable, Dict, Union
 
 import numpy as np
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: How the output layer becomes an action in [-1, 1].
+OUTPUTS = ("tanh", "clip")
 #: The normalizer's epsilon (``networks.normalize``) and flax LayerNorm's default epsilon.
 OBS_EPS = 1e-5
 LN_EPS = 1e-6
@@ -59,6 +68,12 @@ def export_policy(run_dir: Union[str, Path], path: Union[str, Path], *, format: 
         normalize_observations=learner.get("normalize_observations", True),
     )
     arrays["env_id"] = np.asarray(str(config.get("env_id", "")))
+    return write_policy(arrays, path)
+
+
+def write_policy(arrays: Dict[str, np.ndarray], path: Union[str, Path]) -> Path:
+    """Write the arrays of the format (checked by building a ``NumpyPolicy``) to ``path``."""
+    NumpyPolicy(arrays)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("wb") as f:  # a file object keeps numpy from appending ".npz"
@@ -115,7 +130,7 @@ def policy_arrays(
 
 
 class NumpyPolicy:
-    """Deterministic SHAC policy in NumPy: ``policy(obs) -> action`` (float32, in [-1, 1]).
+    """Deterministic MLP policy in NumPy: ``policy(obs) -> action`` (float32, in [-1, 1]).
 
     ``obs`` has shape ``(..., observation_size)``; the math runs in float64.
     """
@@ -130,6 +145,10 @@ class NumpyPolicy:
         self.obs_eps = float(arrays.get("obs_eps", OBS_EPS))
         self.ln_eps = float(arrays.get("ln_eps", LN_EPS))
         self.env_id = str(arrays.get("env_id", ""))
+        self.obs_clip = float(arrays.get("obs_clip", np.inf))
+        self.output = str(arrays.get("output", "tanh"))
+        if self.output not in OUTPUTS:
+            raise ValueError(f"output must be one of {OUTPUTS}, got {self.output!r}")
         n = len(self.layer_sizes) - 1
         f64 = lambda k: np.asarray(arrays[k], np.float64)  # noqa: E731
         self.kernels = [f64(f"kernel_{i}") for i in range(n)]
@@ -161,7 +180,7 @@ class NumpyPolicy:
         if x.shape[-1:] != (self.observation_size,):
             raise ValueError(f"obs must have shape (..., {self.observation_size}), got {x.shape}")
         if self.normalize_observations:
-            x = (x - self.obs_mean) / self.obs_std
+            x = np.clip((x - self.obs_mean) / self.obs_std, -self.obs_clip, self.obs_clip)
         act = _ACTIVATIONS[self.activation]
         for i in range(len(self.kernels) - 1):
             x = act(x @ self.kernels[i] + self.biases[i])
@@ -170,4 +189,6 @@ class NumpyPolicy:
                 mean = x.mean(axis=-1, keepdims=True)
                 var = np.square(x - mean).mean(axis=-1, keepdims=True)
                 x = (x - mean) / np.sqrt(var + self.ln_eps) * scale + bias
-        return np.tanh(x @ self.kernels[-1] + self.biases[-1]).astype(np.float32)
+        out = x @ self.kernels[-1] + self.biases[-1]
+        out = np.tanh(out) if self.output == "tanh" else np.clip(out, -1.0, 1.0)
+        return out.astype(np.float32)

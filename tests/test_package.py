@@ -40,7 +40,8 @@ def test_wheel_installs_and_makes_every_env(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")} == {"bcg_envs"}
     assert not any(n.startswith("baselines/") for n in names)
-    for asset in ("box_push/box_push.xml", "planar_hand/planar_hand.xml", "g1/g1.xml", "motions/g1_jump.csv"):
+    for asset in ("box_push/box_push.xml", "planar_hand/planar_hand.xml", "g1/g1.xml", "motions/g1_jump.csv",
+                  "policies/G1Jump-v0.npz"):
         assert f"bcg_envs/assets/{asset}" in names
     subprocess.run(pip + ["install", "--no-deps", "--target", str(site), str(wheel)], check=True, capture_output=True)
     code = (

@@ -9,11 +9,14 @@
 * ``freeze``: PD targets frozen at the episode's start pose (doing nothing);
 * ``escape+`` / ``escape-``: every action +1 / -1 (the robot throws itself off the
   reference; the fastest way to end an episode);
+* ``trained``: the shipped closed-loop reference policy of the clip (``trained_policy``:
+  SB3 PPO, exported to NumPy; the jump and the kick, whose open-loop replay falls short);
 
 and prints mean return, episode length, success rate, mean key-body position error (cm),
 mean joint error (rad), falls and clips completed. The MuJoCo C backend maps actions
 straight to PD targets, so the envs use ``residual_actions=False``; every policy here is
-defined by its PD targets, which are the same in either action mode.
+defined by its PD targets, which are the same in either action mode. The trained policy
+acts in residual mode, as it was trained (its observation holds its previous action).
 """
 
 from __future__ import annotations
@@ -23,8 +26,14 @@ from typing import Any, Callable, Dict, List, Optional, Union
 
 import numpy as np
 
+from bcg_envs.envs.resources import ASSETS
+from bcg_envs.export import NumpyPolicy
+
 CLIPS = ("G1Squat-v0", "G1Jump-v0", "G1Kick-v0")
-POLICIES = ("replay", "hold", "freeze", "escape+", "escape-")
+POLICIES = ("replay", "hold", "freeze", "escape+", "escape-", "trained")
+
+#: The shipped reference policies (``bcg_envs.export`` format), one ``<env id>.npz`` each.
+POLICY_DIR = ASSETS / "policies"
 
 Policy = Callable[[np.ndarray], Any]
 
@@ -65,6 +74,17 @@ def reference_policy(env: Any) -> Policy:
     return lambda obs: np.clip(np.asarray(obs)[sl] / scale, -1.0, 1.0).astype(np.float32)
 
 
+def trained_policy(env_id: str) -> NumpyPolicy:
+    """The shipped closed-loop policy of ``env_id`` (residual actions, the env's default
+    observation): ``observation -> action`` in NumPy. How each was trained and exported is
+    in the README (Tasks and scoring); ``FileNotFoundError`` names the ids that have one."""
+    path = POLICY_DIR / f"{env_id}.npz"
+    if not path.exists():
+        shipped = sorted(p.stem for p in POLICY_DIR.glob("*.npz"))
+        raise FileNotFoundError(f"no shipped policy for {env_id!r}; shipped: {shipped}")
+    return NumpyPolicy.load(path)
+
+
 def episode_summary(final_info: Dict[str, Any]) -> Dict[str, Any]:
     """Reported units of the G1 per-episode metrics from the last step's ``info`` of each
     episode (arrays over episodes of ``G1Track.episode_metrics``): ``tracking_error_cm``
@@ -77,7 +97,7 @@ def episode_summary(final_info: Dict[str, Any]) -> Dict[str, Any]:
     }
 
 
-def _policy_factory(name: str, env) -> Callable[[np.ndarray], Callable[[np.ndarray], np.ndarray]]:
+def _policy_factory(name: str, env, env_id: str) -> Callable[[np.ndarray], Callable[[np.ndarray], np.ndarray]]:
     """``first observation -> policy`` (``freeze`` needs the start pose)."""
     jax_env = env.unwrapped.jax_env
     if name == "replay":
@@ -95,6 +115,9 @@ def _policy_factory(name: str, env) -> Callable[[np.ndarray], Callable[[np.ndarr
             return lambda obs: a0
 
         return frozen
+    if name == "trained":
+        policy = trained_policy(env_id)
+        return lambda obs0: policy
     if name in ("escape+", "escape-"):
         a = np.full(jax_env.action_size, 1.0 if name == "escape+" else -1.0, np.float32)
         return lambda obs0: (lambda obs: a)
@@ -118,9 +141,10 @@ def run(
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     env = gym.make(
-        f"bcg_envs/{env_id}", backend="mujoco", config={"residual_actions": False, "random_start": random_start}
+        f"bcg_envs/{env_id}", backend="mujoco",
+        config={"residual_actions": policy == "trained", "random_start": random_start},
     )
-    make = _policy_factory(policy, env)
+    make = _policy_factory(policy, env, env_id)
     rows: Dict[str, List[Any]] = {k: [] for k in ("returns", "lengths", "success", "tracking_error_cm",
                                                   "joint_error_rad", "fell", "completed")}
     try:

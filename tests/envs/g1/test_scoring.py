@@ -13,7 +13,7 @@ import pytest
 from mujoco import mjx
 
 import bcg_envs  # noqa: F401  (registers the ids)
-from bcg_envs.envs.g1.scripted import episode_summary, hold_pose_policy, reference_policy
+from bcg_envs.envs.g1.scripted import episode_summary, hold_pose_policy, reference_policy, trained_policy
 from bcg_envs.envs.g1.tracking import G1Squat
 
 
@@ -179,10 +179,11 @@ def test_escape_never_pays(env_id):
     actions directly; returns depend only on the PD targets, so this equals residual mode):
     each escape (all actions +1 or -1: the robot throws itself off the reference and the
     episode ends within a few dozen steps) scores less on average than doing nothing (PD
-    targets frozen at the start pose) and never succeeds. On the squat, where replaying
-    the reference is a solution, the scripted tracker (PD targets at the next reference
-    pose) scores more than both and succeeds in most episodes; on the jump and the kick an
-    open-loop replay loses balance, so only the first part is checked there."""
+    targets frozen at the start pose) and never succeeds, and a solution scores more than
+    doing nothing and succeeds more often. The solution is the scripted tracker (PD
+    targets at the next reference pose) on the squat and the kick; on the jump, where the
+    open-loop replay loses balance, the shipped closed-loop policy (``trained_policy``, in
+    residual mode as trained)."""
     env = gym.make(f"bcg_envs/{env_id}", backend="mujoco", config={"residual_actions": False})
     jax_env = env.unwrapped.jax_env
     joints = jax_env.observation_layout()["joint_pos"]
@@ -198,23 +199,30 @@ def test_escape_never_pays(env_id):
 
     escapes = {sign: _returns(env, constant(sign), seeds) for sign in (1.0, -1.0)}
     nothing = _returns(env, freeze, seeds)
-    scripted = _returns(env, lambda obs0: reference_policy(env), seeds) if env_id == "G1Squat-v0" else None
+    if env_id == "G1Jump-v0":
+        residual = gym.make(f"bcg_envs/{env_id}", backend="mujoco")
+        policy = trained_policy(env_id)
+        solution = _returns(residual, lambda obs0: policy, seeds)
+        residual.close()
+    else:
+        solution = _returns(env, lambda obs0: reference_policy(env), seeds)
     env.close()
     ret = lambda rows: np.array([r[0] for r in rows])  # noqa: E731
+    success = lambda rows: np.mean([r[1] for r in rows])  # noqa: E731
     print(env_id, {f"escape {s:+.0f}": round(ret(v).mean(), 2) for s, v in escapes.items()},
-          "nothing", round(ret(nothing).mean(), 2),
-          "scripted", None if scripted is None else (round(ret(scripted).mean(), 2), np.mean([r[1] for r in scripted])))
+          "nothing", round(ret(nothing).mean(), 2), success(nothing),
+          "solution", round(ret(solution).mean(), 2), success(solution))
     for rows in escapes.values():
         assert ret(rows).mean() < ret(nothing).mean()
         assert not any(r[1] for r in rows)
-    if scripted is None:
-        return
-    for rows in escapes.values():
-        assert np.all(ret(rows) < ret(nothing))
-        assert ret(nothing).mean() < ret(scripted).mean()
-    assert not any(r[2] for r in scripted)
-    assert np.mean([r[1] for r in scripted]) >= 0.7
-    assert np.mean([r[3] for r in scripted]) < jax_env.config["success_tracking_error"]
+    assert ret(nothing).mean() < ret(solution).mean()
+    assert success(solution) > success(nothing)
+    assert not any(r[2] for r in solution)  # no falls
+    if env_id == "G1Squat-v0":
+        for rows in escapes.values():
+            assert np.all(ret(rows) < ret(nothing))
+        assert success(solution) >= 0.7
+        assert np.mean([r[3] for r in solution]) < jax_env.config["success_tracking_error"]
 
 
 def test_hold_pose_policy_in_residual_mode(squat):
@@ -227,3 +235,10 @@ def test_hold_pose_policy_in_residual_mode(squat):
     inside = np.abs(ref1) < 0.5
     assert np.allclose(hold[inside], -ref1[inside] / 0.5, atol=1e-5)
     assert np.all(reference_policy(env)(obs) == 0.0)
+
+
+def test_trained_policy_is_shipped_for_the_jump_only():
+    policy = trained_policy("G1Jump-v0")
+    assert policy.observation_size == 216 and policy.action_size == 29 and policy.env_id == "G1Jump-v0"
+    with pytest.raises(FileNotFoundError, match=r"no shipped policy for 'G1Squat-v0'; shipped: \['G1Jump-v0'\]"):
+        trained_policy("G1Squat-v0")
