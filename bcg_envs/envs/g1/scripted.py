@@ -10,7 +10,7 @@
 * ``escape+`` / ``escape-``: every action +1 / -1 (the robot throws itself off the
   reference; the fastest way to end an episode);
 * ``trained``: the shipped closed-loop reference policy of the clip (``trained_policy``:
-  SB3 PPO, exported to NumPy; the jump and the kick, whose open-loop replay falls short);
+  SB3 PPO, exported to NumPy; the jump, whose open-loop replay loses balance);
 
 and prints mean return, episode length, success rate, mean key-body position error (cm),
 mean joint error (rad), falls and clips completed. The MuJoCo C backend maps actions
@@ -77,7 +77,7 @@ def reference_policy(env: Any) -> Policy:
 def trained_policy(env_id: str) -> NumpyPolicy:
     """The shipped closed-loop policy of ``env_id`` (residual actions, the env's default
     observation): ``observation -> action`` in NumPy. How each was trained and exported is
-    in the README (Tasks and scoring); ``FileNotFoundError`` names the ids that have one."""
+    in the README (Environments: Scoring); ``FileNotFoundError`` names the ids that have one."""
     path = POLICY_DIR / f"{env_id}.npz"
     if not path.exists():
         shipped = sorted(p.stem for p in POLICY_DIR.glob("*.npz"))
