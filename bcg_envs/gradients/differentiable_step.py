@@ -445,13 +445,20 @@ class DifferentiableStep:
     def _no_branches(self, start, data0, action, key, contact, branches) -> Branches:
         return Branches(jnp.zeros_like(branches.z), jnp.zeros_like(branches.valid))
 
+    def _branch_window(self, contact, window):
+        """``(start, active, next_window)`` of a step with branch rollouts: a window starts
+        where the trigger fires outside one (a rollout in flight is not restarted) and is
+        active on its H steps."""
+        start = jnp.any(self._pressing(contact)) & (window == 0)
+        active = start | (window > 0)
+        next_window = jnp.where(start, self.config.horizon - 1, jnp.maximum(window - 1, 0)).astype(jnp.int32)
+        return start, active, next_window
+
     def _branching_primal(self, qpos, qvel, act, action, data0, key, window, branches):
         data0 = data0.replace(qpos=qpos, qvel=qvel, act=act)
         nominal, contact = control_step_with_contacts(self.physics, data0, self.action_to_ctrl(action))
-        start = jnp.any(self._pressing(contact)) & (window == 0)
-        active = start | (window > 0)
+        start, active, next_window = self._branch_window(contact, window)
         rolled = self._branches_forward(active, self.physics.traced_stiffness, start, data0, action, key, contact, branches)
-        next_window = jnp.where(start, self.config.horizon - 1, jnp.maximum(window - 1, 0)).astype(jnp.int32)
         next_data = nominal
         if self.config.forward == "mean":
             offsets = jax.vmap(lambda z: self.offset(self._with_raw(nominal, z), nominal))(rolled.z)
@@ -545,10 +552,8 @@ class DifferentiableStep:
         data0 = jax.lax.stop_gradient(data0)
         window = jnp.asarray(window, jnp.int32)
         _, next_data, contact, trigger = self._forward(data0, action, key, window)
-        if self.branching:  # a branch rollout in flight is not restarted (as in __call__)
-            start = jnp.any(self._pressing(contact)) & (window == 0)
-            trigger = start | (window > 0)
-            next_window = jnp.where(start, self.config.horizon - 1, jnp.maximum(window - 1, 0)).astype(jnp.int32)
+        if self.branching:
+            _, trigger, next_window = self._branch_window(contact, window)
         elif self.estimator == "bcg":
             next_window = self._next_window(contact, window)
         else:
