@@ -8,7 +8,9 @@ derivative, so reverse mode runs through it. Each control step is a ``jax.custom
   (the backward pass recomputes the step: rematerialization). ``exact`` on a small model
   instead keeps the step's linearization when it takes at most ``LINEARIZATION_BUDGET``
   bytes per step (BoxPush, PlanarHand, G1 at its own 4 ms timestep; not G1 at 1 ms),
-  which saves the recomputation;
+  which saves the recomputation; so does ``bcg`` without branch rollouts (and with
+  ``forward="nominal"``), whose untriggered steps are exact and whose triggered steps
+  recompute their bundle in the backward pass;
 * the backward pass pulls the cotangent back with vector-Jacobian products, never
   forming ``(A, B)``: ``exact`` is the VJP of the step (the implicit step applies
   ``H^-1`` to the cotangent), ``bundle`` and triggered ``bcg`` steps the mean of the
@@ -75,13 +77,16 @@ class StepResult(NamedTuple):
 
 
 class KeptLinearization(NamedTuple):
-    """What ``exact``'s forward pass keeps for the backward pass when the step's
-    linearization fits ``LINEARIZATION_BUDGET``: its VJP and the chart points."""
+    """What the forward pass of ``exact`` (and of ``bcg`` without branch rollouts) keeps
+    for the backward pass when the step's linearization fits ``LINEARIZATION_BUDGET``:
+    its VJP and the chart points; ``bcg`` also keeps the step's inputs, from which a
+    triggered step recomputes its bundle."""
 
     pull: Callable  # g_y -> (A^T g_y, B^T g_y), a jax.tree_util.Partial holding the residuals
     qpos0: jnp.ndarray
     qpos1: jnp.ndarray
     stiffness: jnp.ndarray | None
+    bundle_inputs: tuple | None = None  # bcg: (data0, action, key, contact, trigger, ref_next)
 
 
 class Configuration(NamedTuple):
@@ -141,6 +146,7 @@ class DifferentiableStep:
         at = self._at_stiffness_argument
         object.__setattr__(self, "_bcg_step_jacobians", triggered_bundle(at("_exact_jacobians"), at("_jacobians")))
         object.__setattr__(self, "_bcg_step_vjp", triggered_bundle(at("_exact_vjp"), at("_bundle_vjp")))
+        object.__setattr__(self, "_bcg_kept_vjp", triggered_bundle(at("_kept_vjp"), at("_bundle_vjp_given_kept")))
         object.__setattr__(self, "forward", jax.jit(self._forward))
         object.__setattr__(self, "jacobians", jax.jit(self._jacobians_at))
         build = self._build_vjp_step if self.backward == "vjp" else self._build_jacobian_product_step
@@ -232,6 +238,14 @@ class DifferentiableStep:
         y, g_x, g_u = jax.vmap(branch)(dx, du)
         valid = estimators.finite_rows(y, g_x, g_u)
         return estimators.masked_mean(g_x, valid), estimators.masked_mean(g_u, valid)
+
+    def _kept_vjp(self, pull, data0, action, key, contact, ref_next, g_y):
+        """``(A^T g_y, B^T g_y)`` from the linearization the forward pass kept."""
+        return pull(g_y)
+
+    def _bundle_vjp_given_kept(self, pull, *args):
+        """``_bundle_vjp``, with the (unused) kept linearization in the argument list."""
+        return self._bundle_vjp(*args)
 
     def _vjp(self, data0, action, key, contact, trigger, ref_next, g_y):
         """The estimator's ``(A^T g_y, B^T g_y)`` at this step."""
@@ -333,7 +347,7 @@ class DifferentiableStep:
     def keeps_linearization(self, data0: mjx.Data, action: jnp.ndarray) -> bool:
         """Whether the forward pass keeps the step's linearization (``exact`` whose
         linearization fits ``LINEARIZATION_BUDGET``; from shapes alone, once per step)."""
-        if self.estimator != "exact":
+        if self.estimator not in ("exact", "bcg") or self.branching or self.config.forward == "mean":
             return False
         if self.linearization_size is None:
             pull = jax.eval_shape(lambda d, a: self._linearized_step(d, a)[0], data0, action)
@@ -359,7 +373,11 @@ class DifferentiableStep:
                 pull, next_data, contact = me._linearized_step(data1, action)
                 trigger = me._trigger(contact, window)
                 out = (next_data.qpos, next_data.qvel, next_data.act), (next_data, contact, trigger)
-                return out, KeptLinearization(pull, qpos, next_data.qpos, stiffness)
+                inputs = None
+                if self.estimator == "bcg":
+                    ref = Configuration(next_data.qpos, next_data.qvel, next_data.act)
+                    inputs = (data1, action, key, contact, trigger, ref)
+                return out, KeptLinearization(pull, qpos, next_data.qpos, stiffness, inputs)
             out = self._primal(qpos, qvel, act, action, data0, key, window, stiffness)
             (qpos1, qvel1, act1), (_, contact, trigger) = out
             return out, (data1, action, key, contact, trigger, Configuration(qpos1, qvel1, act1), stiffness)
@@ -370,7 +388,11 @@ class DifferentiableStep:
                 me = self.at_stiffness(res.stiffness)
                 qpos0 = res.qpos0
                 g_y = me._tangent_cotangent(res.qpos1, g_qpos, g_qvel, g_act)
-                g_x, g_u = res.pull(g_y)
+                if res.bundle_inputs is None:
+                    g_x, g_u = res.pull(g_y)
+                else:
+                    data0, action, key, contact, trigger, ref = res.bundle_inputs
+                    g_x, g_u = self._bcg_kept_vjp(trigger, res.stiffness, res.pull, data0, action, key, contact, ref, g_y)
             else:
                 data0, action, key, contact, trigger, ref, stiffness = res
                 me = self.at_stiffness(stiffness)
