@@ -345,8 +345,9 @@ class DifferentiableStep:
         return pull, next_data, contact
 
     def keeps_linearization(self, data0: mjx.Data, action: jnp.ndarray) -> bool:
-        """Whether the forward pass keeps the step's linearization (``exact`` whose
-        linearization fits ``LINEARIZATION_BUDGET``; from shapes alone, once per step)."""
+        """Whether the forward pass keeps the step's linearization (``exact``, or ``bcg``
+        without branch rollouts and with ``forward="nominal"``, whose linearization fits
+        ``LINEARIZATION_BUDGET``; from shapes alone, once per step)."""
         if self.estimator not in ("exact", "bcg") or self.branching or self.config.forward == "mean":
             return False
         if self.linearization_size is None:
