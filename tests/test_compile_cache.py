@@ -6,13 +6,14 @@ import sys
 
 import pytest
 
-PROBE = "import jax, bcg_envs; print(jax.config.jax_compilation_cache_dir)"
 
-
-def _cache_dir_after_import(tmp_path, **env_vars):
+def _config_after_import(tmp_path, option="jax_compilation_cache_dir", **env_vars):
+    """``jax.config.<option>`` in a fresh process after ``import bcg_envs``, with no JAX
+    cache configured and ``XDG_CACHE_HOME`` under ``tmp_path``."""
     env = {k: v for k, v in os.environ.items() if k not in ("JAX_COMPILATION_CACHE_DIR", "BCG_ENVS_COMPILE_CACHE")}
     env.update(XDG_CACHE_HOME=str(tmp_path / "xdg"), **env_vars)
-    out = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=120)
+    code = f"import jax, bcg_envs; print(jax.config.{option})"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     return out.stdout.strip().splitlines()[-1]
 
@@ -29,16 +30,11 @@ def _cache_dir_after_import(tmp_path, **env_vars):
 def test_import_sets_the_cache_only_where_none_is_configured(tmp_path, env_vars, expected):
     fill = {"xdg": str(tmp_path / "xdg"), "tmp": str(tmp_path)}
     env_vars = {k: v.format(**fill) for k, v in env_vars.items()}
-    assert _cache_dir_after_import(tmp_path, **env_vars) == expected.format(**fill)
+    assert _config_after_import(tmp_path, **env_vars) == expected.format(**fill)
     assert (tmp_path / "xdg" / "bcg_envs" / "jax").is_dir() == (expected == "{xdg}/bcg_envs/jax")
 
 
 def test_max_size_is_set_with_the_default_cache(tmp_path):
     from bcg_envs.compile_cache import MAX_SIZE
 
-    env = {k: v for k, v in os.environ.items() if k not in ("JAX_COMPILATION_CACHE_DIR", "BCG_ENVS_COMPILE_CACHE")}
-    env["XDG_CACHE_HOME"] = str(tmp_path)
-    code = "import jax, bcg_envs; print(jax.config.jax_compilation_cache_max_size)"
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert int(out.stdout.strip().splitlines()[-1]) == MAX_SIZE
+    assert int(_config_after_import(tmp_path, "jax_compilation_cache_max_size")) == MAX_SIZE
