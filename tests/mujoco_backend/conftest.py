@@ -51,16 +51,18 @@ def env():
     e.close()
 
 
-def _smooth_action(t: int, nu: int, amp: float = 0.5) -> np.ndarray:
+def smooth_action(t: int, nu: int, amp: float = 0.5) -> np.ndarray:
+    """A smooth, deterministic action at control step ``t`` (``nu`` entries in [-amp, amp])."""
     k = np.arange(nu)
     return (amp * np.sin(0.15 * t + 1.3 * k) * np.cos(0.05 * t + 0.4 * k)).astype(np.float32)
 
 
-def _task_info(info):
+def task_info_of(info):
+    """The task entries of an env's ``info`` (no bookkeeping, no reward terms), as arrays."""
     return {k: np.asarray(v) for k, v in info.items() if k not in BOOKKEEPING and not k.startswith("reward/")}
 
 
-class _Mjx:
+class JittedMjxStates:
     """A jitted ``state_from`` of the MJX backend (``GymEnv.set_state`` runs it eagerly,
     seconds per call)."""
 

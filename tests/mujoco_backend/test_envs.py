@@ -10,7 +10,7 @@ import pytest
 import bcg_envs  # noqa: F401  (registers the ids)
 from bcg_envs.gym import GymEnv, GymVectorEnv
 from bcg_envs.mujoco_backend import MujocoBatchSimulation, MujocoSimulation
-from tests.mujoco_backend.conftest import ENV_ID, TASKS, _Mjx, _smooth_action, _task_info
+from tests.mujoco_backend.conftest import ENV_ID, TASKS, JittedMjxStates, smooth_action, task_info_of
 
 
 # ----- Gymnasium / SB3 contract ---------------------------------------------------------------
@@ -111,7 +111,7 @@ def test_vector_env_matches_single_env():
     s.set_state(qpos, qvel)
     forces = []
     for t in range(40):
-        a = _smooth_action(t, 2, amp=0.9)
+        a = smooth_action(t, 2, amp=0.9)
         o1, r1, _, _, i1 = s.step(a)
         o2, r2, _, _, i2 = v.step(np.stack([a, a]))
         np.testing.assert_array_equal(o2[0], o2[1])
@@ -150,8 +150,8 @@ def test_is_success_agrees_between_backends(name):
     _, info = c.reset(seed=1)
     assert info["is_success"] is False
     m.reset(seed=1)
-    ref = _Mjx(m.jax_env)
-    task = _task_info(c.simulation.core.info)
+    ref = JittedMjxStates(m.jax_env)
+    task = task_info_of(c.simulation.core.info)
     for qpos, qvel, action, expected in _success_cases(name, task):
         c.set_state(qpos, qvel)
         m.simulation.state = ref.state(qpos, qvel, task)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import bcg_envs
-from tests.mujoco_backend.conftest import ENV_ID, _Mjx, _task_info
+from tests.mujoco_backend.conftest import ENV_ID, JittedMjxStates, task_info_of
 
 
 def _free_and_contact_states(rng, n):
@@ -44,8 +44,8 @@ def test_exact_jacobians_match_mjx(env):
     u = env.unwrapped
     g = gym.make(ENV_ID).unwrapped
     g.reset(seed=0)
-    ref = _Mjx(u.jax_env)
-    task = _task_info(u.simulation.core.info)
+    ref = JittedMjxStates(u.jax_env)
+    task = task_info_of(u.simulation.core.info)
     checked = {False: 0, True: 0}
     for contact, qpos, qvel, action in _free_and_contact_states(np.random.default_rng(0), 4):
         u.set_state(qpos, qvel)

@@ -10,7 +10,7 @@ import pytest
 import bcg_envs  # noqa: F401  (registers the ids)
 from bcg_envs.gym import GradStepResult
 from bcg_envs.gym import GymEnv
-from tests.mujoco_backend.conftest import ENV_ID, TASKS, _smooth_action
+from tests.mujoco_backend.conftest import ENV_ID, TASKS, smooth_action
 
 
 def _regime(model, qpos, qvel, ctrl, n_substeps):
@@ -62,7 +62,7 @@ def test_per_step_agreement_with_mjx(name):
     for t in range(100):
         qpos, qvel, _ = m.unwrapped.get_state()
         u.set_state(qpos, qvel)
-        a = _smooth_action(t, nu, amp=AMPLITUDE[name])
+        a = smooth_action(t, nu, amp=AMPLITUDE[name])
         if name == "BoxPush-v0":  # steer the pusher at the box, so that many steps are in contact
             a = np.clip(0.5 * a + 0.6 * om[13:15] / (np.linalg.norm(om[13:15]) + 1e-6), -1, 1).astype(np.float32)
         ctrl = u.simulation.task.action_map(u.simulation.task.physics_action(np.clip(a, -1, 1), u.simulation.core.info))
