@@ -1,0 +1,162 @@
+"""The final policies of a G1 comparison, run in both simulators: success, falls, tracking error.
+
+    python -m baselines.final_scores --env G1Jump-v0 --steps 262144 --out baselines/results/G1Jump-v0/tuned
+
+For every run of ``baselines.compare`` in ``--out`` that reached the budget ``--steps`` and
+saved checkpoints (SB3 PPO and SHAC do, under ``<out>/checkpoints/<algo>_seed<s>/``), the
+final policy is loaded as a NumPy policy (``bcg_envs.export``) and run by ``bcg_envs.sim2sim.sim_to_sim`` on the
+comparison's evaluation episodes (reset seeds ``compare.EVAL_SEED`` onward,
+``compare.EVAL_EPISODES`` of them) in MuJoCo C and in MJX. That is the sim-to-sim check for
+SHAC (trained in MJX) and the reverse one for SB3 PPO (trained in MuJoCo C). Transfer
+episodes do not end on the tracking-error termination (the policy keeps acting, as on a
+robot), only on a fall, so success here can differ from the comparison's.
+
+Writes ``final_scores.csv`` (one row per run) and ``final_scores.md`` (per algorithm and
+simulator: success pooled over every seed's episodes with its 95 % Wilson interval; falls
+per episode, tracking error in cm and joint error in rad as mean +- standard deviation over
+seeds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import pickle
+import re
+from pathlib import Path
+from typing import Callable, Dict, List, Optional
+
+import numpy as np
+
+from baselines import compare
+from bcg_envs.stats import format_success, success_summary
+
+#: CSV columns: the run, then each simulator's metrics (``_mjx``: MJX).
+METRICS = ("success_rate", "falls", "completed", "tracking_error_cm", "joint_error_rad")
+COLUMNS = ("algo", "seed", "env_steps", "episodes") + tuple(f"{m}{s}" for s in ("", "_mjx") for m in METRICS)
+RUN_CSV = re.compile(r"^(?P<algo>[a-z0-9_]+)_seed(?P<seed>\d+)\.csv$")
+
+
+def sb3_policy(checkpoint_dir: Path) -> Callable[[np.ndarray], np.ndarray]:
+    """SB3 PPO's deterministic policy from ``model.zip`` and ``vecnormalize.pkl`` (if saved)."""
+    from stable_baselines3 import PPO
+
+    from baselines.export_sb3 import sb3_policy_arrays
+    from bcg_envs.export import NumpyPolicy
+
+    stats = checkpoint_dir / "vecnormalize.pkl"
+    vec_normalize = None
+    if stats.exists():
+        with stats.open("rb") as f:  # VecNormalize.load needs an env; the statistics do not
+            vec_normalize = pickle.load(f)
+    return NumpyPolicy(sb3_policy_arrays(PPO.load(str(checkpoint_dir / "model.zip"), device="cpu"), vec_normalize))
+
+
+def shac_policy(checkpoint_dir: Path) -> Callable[[np.ndarray], np.ndarray]:
+    """SHAC's deterministic policy from the newest checkpoint in ``checkpoint_dir``."""
+    from bcg_envs.export import NumpyPolicy, policy_arrays
+    from bcg_envs.learners import shac
+
+    _, params, network = shac.load_policy(checkpoint_dir)
+    return NumpyPolicy(policy_arrays(params, actor_hidden=network.actor_hidden, activation=network.activation,
+                                     layer_norm=network.layer_norm,
+                                     normalize_observations=network.normalize_observations))
+
+
+def checkpoint_steps(algo: str, checkpoint_dir: Path) -> int:
+    """Env steps the checkpoint in ``checkpoint_dir`` was trained for."""
+    if algo.startswith("shac"):
+        from bcg_envs.learners import shac
+
+        return int(shac.checkpoint_metadata(checkpoint_dir)["num_steps"])
+    from stable_baselines3 import PPO
+
+    return int(PPO.load(str(checkpoint_dir / "model.zip"), device="cpu").num_timesteps)
+
+
+POLICIES: Dict[str, Callable[[Path], Callable[[np.ndarray], np.ndarray]]] = {
+    "sb3_ppo": sb3_policy, "shac_exact": shac_policy, "shac_bcg": shac_policy,
+}
+
+
+def final_runs(out_dir: Path, steps: int) -> List[tuple]:
+    """(algo, seed, checkpoint dir, final env steps) of every run in ``out_dir`` that
+    reached the budget ``steps`` and checkpointed its policy; ValueError if a checkpoint is
+    older than its CSV's last evaluation (the run was not resumed to the end)."""
+    runs = []
+    for path in sorted(out_dir.glob("*_seed*.csv")):
+        match = RUN_CSV.match(path.name)
+        if not match or match["algo"] not in POLICIES:
+            continue
+        ckpt = out_dir / "checkpoints" / f"{match['algo']}_seed{match['seed']}"
+        if not compare.is_complete(path, steps) or not ckpt.is_dir():
+            continue
+        last = int(compare.read_rows(path)[-1]["env_steps"])
+        trained = checkpoint_steps(match["algo"], ckpt)
+        if trained < last:
+            raise ValueError(f"{ckpt} holds a policy of {trained} env steps, but {path.name} reaches {last}")
+        runs.append((match["algo"], int(match["seed"]), ckpt, last))
+    return runs
+
+
+def score_runs(env_id: str, out_dir: Path, steps: int, episodes: int = compare.EVAL_EPISODES,
+               seed: int = compare.EVAL_SEED) -> List[dict]:
+    """One row of ``COLUMNS`` per final policy of a complete run in ``out_dir``
+    (``sim_to_sim`` on both simulators)."""
+    from bcg_envs.sim2sim import sim_to_sim
+
+    rows = []
+    for algo, run_seed, ckpt, run_steps in final_runs(out_dir, steps):
+        result = sim_to_sim(env_id, POLICIES[algo](ckpt), episodes=episodes, seed=seed)
+        row = dict(algo=algo, seed=run_seed, env_steps=run_steps, episodes=episodes)
+        row.update({f"{m}{s}": result[f"{m}{s}"] for s in ("", "_mjx") for m in METRICS})
+        print(f"{algo} seed {run_seed}: " + ", ".join(f"{k} {row[k]:.3g}" for k in COLUMNS[4:]), flush=True)
+        rows.append(row)
+    return rows
+
+
+def table(rows: List[dict]) -> str:
+    """Per algorithm, both simulators: success pooled over seeds [95 % CI], falls per
+    episode and tracking error (cm), mean +- std over seeds."""
+    lines = ["| algorithm | seeds | simulator | success [95 % CI] | falls per episode | tracking error (cm) | joint error (rad) |",
+             "|---|---|---|---|---|---|---|"]
+    for algo in sorted({r["algo"] for r in rows}):
+        runs = [r for r in rows if r["algo"] == algo]
+        for name, sfx in (("MuJoCo C", ""), ("MJX", "_mjx")):
+            wins = int(round(sum(float(r[f"success_rate{sfx}"]) * int(r["episodes"]) for r in runs)))
+            n = sum(int(r["episodes"]) for r in runs)
+            success = format_success(success_summary([True] * wins + [False] * (n - wins)))
+
+            def stat(key: str) -> str:
+                values = np.asarray([float(r[f"{key}{sfx}"]) for r in runs])
+                return f"{values.mean():.2f} +- {values.std():.2f}"
+
+            falls = np.asarray([float(r[f"falls{sfx}"]) / int(r["episodes"]) for r in runs])
+            lines.append(f"| {algo} | {len(runs)} | {name} | {success} | {falls.mean():.2f} +- {falls.std():.2f} | "
+                         f"{stat('tracking_error_cm')} | {stat('joint_error_rad')} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Optional[List[str]] = None) -> str:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--env", default="G1Jump-v0")
+    parser.add_argument("--out", required=True, help="a folder of baselines.compare runs with checkpoints")
+    parser.add_argument("--steps", type=int, required=True, help="the runs' env-step budget (incomplete runs are skipped)")
+    parser.add_argument("--episodes", type=int, default=compare.EVAL_EPISODES)
+    args = parser.parse_args(argv)
+    out_dir = Path(args.out)
+    rows = score_runs(args.env, out_dir, args.steps, episodes=args.episodes)
+    if not rows:
+        raise SystemExit(f"no complete run with a checkpointed final policy in {out_dir}")
+    with (out_dir / "final_scores.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    text = table(rows)
+    (out_dir / "final_scores.md").write_text(text)
+    print(text)
+    return text
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,54 @@
+"""``baselines.final_scores``: which runs it scores and how it summarizes them."""
+
+import pytest
+
+from baselines import compare, final_scores
+
+
+def write_run(out, name, last_steps, checkpoint=True):
+    rows = [dict(env_steps=s, sim_steps=float(s), wall_clock=1.0, eval_return=1.0, eval_success=0.5, eval_length=10.0,
+                 eval_episodes=64) for s in (0, last_steps)]
+    compare.write_csv(out / f"{name}.csv", rows)
+    if checkpoint:
+        (out / "checkpoints" / name).mkdir(parents=True)
+
+
+def test_final_runs_takes_complete_checkpointed_runs_only(tmp_path, monkeypatch):
+    write_run(tmp_path, "sb3_ppo_seed0", 1000)
+    write_run(tmp_path, "shac_exact_seed1", 1000)
+    write_run(tmp_path, "shac_bcg_seed2", 500)  # incomplete
+    write_run(tmp_path, "shac_exact_seed3", 1000, checkpoint=False)
+    write_run(tmp_path, "brax_ppo_seed0", 1000)  # no checkpointed policy to load
+    monkeypatch.setattr(final_scores, "checkpoint_steps", lambda algo, path: 1000)
+    runs = final_scores.final_runs(tmp_path, 1000)
+    assert [(a, s, n) for a, s, _, n in runs] == [("sb3_ppo", 0, 1000), ("shac_exact", 1, 1000)]
+    assert runs[0][2] == tmp_path / "checkpoints" / "sb3_ppo_seed0"
+
+
+def test_final_runs_refuses_a_checkpoint_older_than_the_csv(tmp_path, monkeypatch):
+    write_run(tmp_path, "shac_exact_seed0", 1000)
+    monkeypatch.setattr(final_scores, "checkpoint_steps", lambda algo, path: 800)
+    with pytest.raises(ValueError, match="800 env steps"):
+        final_scores.final_runs(tmp_path, 1000)
+
+
+def row(algo, seed, success, falls, err, success_mjx=0.0):
+    out = dict(algo=algo, seed=seed, env_steps=1000, episodes=10)
+    for sfx, s in (("", success), ("_mjx", success_mjx)):
+        out.update({f"success_rate{sfx}": s, f"falls{sfx}": falls, f"completed{sfx}": 10 - falls,
+                    f"tracking_error_cm{sfx}": err, f"joint_error_rad{sfx}": 0.1})
+    return out
+
+
+def test_table_pools_success_over_seeds_and_averages_the_rest():
+    text = final_scores.table([row("shac_exact", 0, 0.2, 2, 10.0), row("shac_exact", 1, 0.6, 4, 14.0),
+                               row("sb3_ppo", 0, 1.0, 0, 5.0, success_mjx=0.5)])
+    lines = text.splitlines()
+    shac_c = next(line for line in lines if line.startswith("| shac_exact | 2 | MuJoCo C"))
+    # 8 of 20 episodes: 40 %, Wilson interval [21.9, 61.3]
+    assert "40.0 % [21.9, 61.3]" in shac_c
+    assert "| 0.30 +- 0.10 |" in shac_c  # falls per episode: 0.2 and 0.4
+    assert "| 12.00 +- 2.00 |" in shac_c  # tracking error (cm)
+    ppo_mjx = next(line for line in lines if line.startswith("| sb3_ppo | 1 | MJX"))
+    assert "50.0 %" in ppo_mjx
+    assert lines.index(ppo_mjx) < lines.index(shac_c)  # algorithms in name order
