@@ -11,7 +11,7 @@ SHAC (trained in MJX) and the reverse one for SB3 PPO (trained in MuJoCo C). Tra
 episodes do not end on the tracking-error termination (the policy keeps acting, as on a
 robot), only on a fall, so success here can differ from the comparison's.
 
-Writes ``final_scores.csv`` (one row per run) and ``final_scores.md`` (per algorithm and
+Writes ``final_scores.csv`` (one row per run; a rerun scores only the runs it lacks) and ``final_scores.md`` (per algorithm and
 simulator: success pooled over every seed's episodes with its 95 % Wilson interval; falls
 per episode, tracking error in cm and joint error in rad as mean +- standard deviation over
 seeds).
@@ -24,7 +24,7 @@ import csv
 import pickle
 import re
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
@@ -99,14 +99,26 @@ def final_runs(out_dir: Path, steps: int) -> List[tuple]:
     return runs
 
 
+def read_scores(path: Path) -> List[dict]:
+    """The rows of a ``final_scores.csv`` (empty if absent)."""
+    if not path.exists():
+        return []
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
 def score_runs(env_id: str, out_dir: Path, steps: int, episodes: int = compare.EVAL_EPISODES,
-               seed: int = compare.EVAL_SEED) -> List[dict]:
+               seed: int = compare.EVAL_SEED, done: Sequence[dict] = ()) -> List[dict]:
     """One row of ``COLUMNS`` per final policy of a complete run in ``out_dir``
-    (``sim_to_sim`` on both simulators)."""
+    (``sim_to_sim`` on both simulators), skipping runs ``done`` already scored with the
+    same env steps and episodes."""
     from bcg_envs.sim2sim import sim_to_sim
 
+    scored = {(r["algo"], int(r["seed"]), int(r["env_steps"]), int(r["episodes"])) for r in done}
     rows = []
     for algo, run_seed, ckpt, run_steps in final_runs(out_dir, steps):
+        if (algo, run_seed, run_steps, episodes) in scored:
+            continue
         result = sim_to_sim(env_id, POLICIES[algo](ckpt), episodes=episodes, seed=seed)
         row = dict(algo=algo, seed=run_seed, env_steps=run_steps, episodes=episodes)
         row.update({f"{m}{s}": result[f"{m}{s}"] for s in ("", "_mjx") for m in METRICS})
@@ -145,10 +157,12 @@ def main(argv: Optional[List[str]] = None) -> str:
     parser.add_argument("--episodes", type=int, default=compare.EVAL_EPISODES)
     args = parser.parse_args(argv)
     out_dir = Path(args.out)
-    rows = score_runs(args.env, out_dir, args.steps, episodes=args.episodes)
+    path = out_dir / "final_scores.csv"
+    done = [r for r in read_scores(path) if int(r["episodes"]) == args.episodes]
+    rows = done + score_runs(args.env, out_dir, args.steps, episodes=args.episodes, done=done)
     if not rows:
         raise SystemExit(f"no complete run with a checkpointed final policy in {out_dir}")
-    with (out_dir / "final_scores.csv").open("w", newline="") as f:
+    with path.open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
