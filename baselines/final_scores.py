@@ -139,13 +139,13 @@ def table(rows: List[dict]) -> str:
             n = sum(int(r["episodes"]) for r in runs)
             success = format_success(success_summary([True] * wins + [False] * (n - wins)))
 
-            def stat(key: str) -> str:
+            def stat(key: str, digits: int = 2) -> str:
                 values = np.asarray([float(r[f"{key}{sfx}"]) for r in runs])
-                return f"{values.mean():.2f} +- {values.std():.2f}"
+                return f"{values.mean():.{digits}f} +- {values.std():.{digits}f}"
 
             falls = np.asarray([float(r[f"falls{sfx}"]) / int(r["episodes"]) for r in runs])
             lines.append(f"| {algo} | {len(runs)} | {name} | {success} | {falls.mean():.2f} +- {falls.std():.2f} | "
-                         f"{stat('tracking_error_cm')} | {stat('joint_error_rad')} |")
+                         f"{stat('tracking_error_cm', 1)} | {stat('joint_error_rad', 3)} |")
     return "\n".join(lines) + "\n"
 
 

@@ -48,7 +48,7 @@ def test_table_pools_success_over_seeds_and_averages_the_rest():
     # 8 of 20 episodes: 40 %, Wilson interval [21.9, 61.3]
     assert "40.0 % [21.9, 61.3]" in shac_c
     assert "| 0.30 +- 0.10 |" in shac_c  # falls per episode: 0.2 and 0.4
-    assert "| 12.00 +- 2.00 |" in shac_c  # tracking error (cm)
+    assert "| 12.0 +- 2.0 | 0.100 +- 0.000 |" in shac_c  # tracking error (cm), joint error (rad)
     ppo_mjx = next(line for line in lines if line.startswith("| sb3_ppo | 1 | MJX"))
     assert "50.0 %" in ppo_mjx
     assert lines.index(ppo_mjx) < lines.index(shac_c)  # algorithms in name order
