@@ -66,8 +66,8 @@ def sb3_policy_arrays(model, vec_normalize=None) -> Dict[str, np.ndarray]:
     return arrays
 
 
-def export_sb3(model_path: Path, stats_path: Optional[Path], out: Path, env_id: str = "") -> Path:
-    """Load an SB3 PPO ``model.zip`` (and ``vecnormalize.pkl``) and write the ``.npz``."""
+def saved_policy_arrays(model_path: Path, stats_path: Optional[Path]) -> Dict[str, np.ndarray]:
+    """The export format's arrays of a saved SB3 PPO ``model.zip`` (and ``vecnormalize.pkl``)."""
     from stable_baselines3 import PPO
 
     model = PPO.load(str(model_path), device="cpu")
@@ -75,7 +75,12 @@ def export_sb3(model_path: Path, stats_path: Optional[Path], out: Path, env_id: 
     if stats_path is not None:
         with open(stats_path, "rb") as f:  # VecNormalize.load needs an env; the statistics do not
             vec_normalize = pickle.load(f)
-    arrays = sb3_policy_arrays(model, vec_normalize)
+    return sb3_policy_arrays(model, vec_normalize)
+
+
+def export_sb3(model_path: Path, stats_path: Optional[Path], out: Path, env_id: str = "") -> Path:
+    """Load an SB3 PPO ``model.zip`` (and ``vecnormalize.pkl``) and write the ``.npz``."""
+    arrays = saved_policy_arrays(model_path, stats_path)
     arrays["env_id"] = np.asarray(env_id)
     return write_policy(arrays, out)
 

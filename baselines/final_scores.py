@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import pickle
 import re
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
@@ -39,17 +38,11 @@ RUN_CSV = re.compile(r"^(?P<algo>[a-z0-9_]+)_seed(?P<seed>\d+)\.csv$")
 
 def sb3_policy(checkpoint_dir: Path) -> Callable[[np.ndarray], np.ndarray]:
     """SB3 PPO's deterministic policy from ``model.zip`` and ``vecnormalize.pkl`` (if saved)."""
-    from stable_baselines3 import PPO
-
-    from baselines.export_sb3 import sb3_policy_arrays
+    from baselines.export_sb3 import saved_policy_arrays
     from bcg_envs.export import NumpyPolicy
 
     stats = checkpoint_dir / "vecnormalize.pkl"
-    vec_normalize = None
-    if stats.exists():
-        with stats.open("rb") as f:  # VecNormalize.load needs an env; the statistics do not
-            vec_normalize = pickle.load(f)
-    return NumpyPolicy(sb3_policy_arrays(PPO.load(str(checkpoint_dir / "model.zip"), device="cpu"), vec_normalize))
+    return NumpyPolicy(saved_policy_arrays(checkpoint_dir / "model.zip", stats if stats.exists() else None))
 
 
 def shac_policy(checkpoint_dir: Path) -> Callable[[np.ndarray], np.ndarray]:
@@ -112,18 +105,26 @@ def score_runs(env_id: str, out_dir: Path, steps: int, episodes: int = compare.E
     """One row of ``COLUMNS`` per final policy of a complete run in ``out_dir``
     (``sim_to_sim`` on both simulators), skipping runs ``done`` already scored with the
     same env steps and episodes."""
+    import gymnasium as gym
+
+    from bcg_envs.registry import NAMESPACE, short_name
     from bcg_envs.sim2sim import sim_to_sim
 
     scored = {(r["algo"], int(r["seed"]), int(r["env_steps"]), int(r["episodes"])) for r in done}
+    todo = [run for run in final_runs(out_dir, steps) if (run[0], run[1], run[3], episodes) not in scored]
+    if not todo:
+        return []
+    mjx_env = gym.make(f"{NAMESPACE}/{short_name(env_id)}")  # one MJX env (one compile) for every run
     rows = []
-    for algo, run_seed, ckpt, run_steps in final_runs(out_dir, steps):
-        if (algo, run_seed, run_steps, episodes) in scored:
-            continue
-        result = sim_to_sim(env_id, POLICIES[algo](ckpt), episodes=episodes, seed=seed)
-        row = dict(algo=algo, seed=run_seed, env_steps=run_steps, episodes=episodes)
-        row.update({f"{m}{s}": result[f"{m}{s}"] for s in ("", "_mjx") for m in METRICS})
-        print(f"{algo} seed {run_seed}: " + ", ".join(f"{k} {row[k]:.3g}" for k in COLUMNS[4:]), flush=True)
-        rows.append(row)
+    try:
+        for algo, run_seed, ckpt, run_steps in todo:
+            result = sim_to_sim(mjx_env, POLICIES[algo](ckpt), episodes=episodes, seed=seed)
+            row = dict(algo=algo, seed=run_seed, env_steps=run_steps, episodes=episodes)
+            row.update({f"{m}{s}": result[f"{m}{s}"] for s in ("", "_mjx") for m in METRICS})
+            print(f"{algo} seed {run_seed}: " + ", ".join(f"{k} {row[k]:.3g}" for k in COLUMNS[4:]), flush=True)
+            rows.append(row)
+    finally:
+        mjx_env.close()
     return rows
 
 

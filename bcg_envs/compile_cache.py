@@ -1,10 +1,10 @@
 """A persistent XLA compile cache on by default.
 
-The first step of a G1 env compiles for tens of seconds on a CPU. JAX can keep compiled programs on disk, so
-that a later process loads them instead; it is off unless configured. ``import
-bcg_envs`` turns it on at ``$XDG_CACHE_HOME/bcg_envs/jax`` (``~/.cache/bcg_envs/jax``)
-unless JAX already has a cache directory (``JAX_COMPILATION_CACHE_DIR`` or
-``jax.config``) or ``BCG_ENVS_COMPILE_CACHE=0`` is set.
+The first step of a G1 env compiles for tens of seconds on a CPU. JAX can keep compiled
+programs on disk, so that a later process loads them instead; it is off unless
+configured. ``import bcg_envs`` turns it on at ``$XDG_CACHE_HOME/bcg_envs/jax``
+(``~/.cache/bcg_envs/jax``) unless JAX already has a cache directory
+(``JAX_COMPILATION_CACHE_DIR`` or ``jax.config``) or ``BCG_ENVS_COMPILE_CACHE=0`` is set.
 """
 
 from __future__ import annotations

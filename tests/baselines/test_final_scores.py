@@ -62,14 +62,14 @@ def test_score_runs_runs_each_final_policy_once_in_both_simulators(tmp_path, mon
     monkeypatch.setitem(final_scores.POLICIES, "shac_exact", lambda path: ("policy of", path))
     calls = []
 
-    def fake_sim_to_sim(env_id, policy, episodes, seed):
-        calls.append((env_id, policy, episodes, seed))
+    def fake_sim_to_sim(env, policy, episodes, seed):
+        calls.append((env.unwrapped.env_name, policy, episodes, seed))
         return {f"{m}{s}": i + (10 if s else 0) for s in ("", "_mjx") for i, m in enumerate(final_scores.METRICS)}
 
     monkeypatch.setattr(bcg_envs.sim2sim, "sim_to_sim", fake_sim_to_sim)
     done = [dict(algo="sb3_ppo", seed="0", env_steps="1000", episodes="8")]
-    rows = final_scores.score_runs("G1Jump-v0", tmp_path, 1000, episodes=8, done=done)
-    assert calls == [("G1Jump-v0", ("policy of", tmp_path / "b"), 8, compare.EVAL_SEED)]
+    rows = final_scores.score_runs("BoxPush-v0", tmp_path, 1000, episodes=8, done=done)
+    assert calls == [("BoxPush-v0", ("policy of", tmp_path / "b"), 8, compare.EVAL_SEED)]
     assert rows == [dict(algo="shac_exact", seed=1, env_steps=1000, episodes=8, success_rate=0, falls=1, completed=2,
                          tracking_error_cm=3, joint_error_rad=4, success_rate_mjx=10, falls_mjx=11, completed_mjx=12,
                          tracking_error_cm_mjx=13, joint_error_rad_mjx=14)]
