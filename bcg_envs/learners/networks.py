@@ -60,11 +60,14 @@ class Actor(nn.Module):
     activation: str = "elu"
     layer_norm: bool = True
     init_log_std: float = -1.0
+    #: Variance scale of the output layer's initializer: the initial mean's standard
+    #: deviation is about ``sqrt(output_scale)`` over LayerNorm features (0.01 -> ~0.1,
+    #: near zero force; 1e-4 -> ~0.01, a residual policy that starts at its reference).
+    output_scale: float = 0.01
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> Tuple[jax.Array, jax.Array]:
-        # A small output layer starts the policy near zero force (out_scale 0.01).
-        mean = MLP(self.hidden, self.action_size, self.activation, self.layer_norm, out_scale=0.01)(obs)
+        mean = MLP(self.hidden, self.action_size, self.activation, self.layer_norm, out_scale=self.output_scale)(obs)
         log_std = self.param("log_std", nn.initializers.constant(self.init_log_std), (self.action_size,))
         return mean, jnp.broadcast_to(log_std, mean.shape)
 

@@ -30,6 +30,7 @@ class NetworkConfig:
     layer_norm: bool = True
     init_log_std: float = -1.0
     normalize_observations: bool = True
+    actor_output_scale: float = 0.01
 
     def to_dict(self) -> Dict[str, Any]:
         """JSON-ready dict (tuples as lists)."""
@@ -65,7 +66,8 @@ def make_shac_networks(config: NetworkConfig) -> ShacNetworks:
     """The actor (``tanh``-squashed Gaussian) and critic MLPs of ``config``."""
     networks.activation_fn(config.activation)  # a bad name fails here, before tracing
     actor = networks.Actor(
-        config.action_size, tuple(config.actor_hidden), config.activation, config.layer_norm, config.init_log_std
+        config.action_size, tuple(config.actor_hidden), config.activation, config.layer_norm, config.init_log_std,
+        config.actor_output_scale,
     )
     critic = networks.Critic(tuple(config.critic_hidden), config.activation, config.layer_norm)
     return ShacNetworks(actor, critic, bool(config.normalize_observations))

@@ -357,6 +357,7 @@ def train(
     activation: str = "elu",
     layer_norm: bool = True,
     init_log_std: float = -1.0,
+    actor_output_scale: float = 0.01,
     target_critic_alpha: float = 0.2,
     normalize_observations: bool = True,
     reward_scaling: float = 1.0,
@@ -396,6 +397,9 @@ def train(
       actor_hidden, critic_hidden, activation, layer_norm: MLPs (Dense, activation,
         LayerNorm), paper actor [512, 256, 128] ELU + LayerNorm.
       init_log_std: initial state-independent log std of the Gaussian (SHAC: -1).
+      actor_output_scale: variance scale of the actor's output-layer initializer; the
+        initial mean action has a standard deviation of about its square root (0.01:
+        ~0.1; 1e-4 starts a residual policy, as G1's, at its reference tracker).
       target_critic_alpha: Polyak factor, target <- alpha * target + (1 - alpha) * critic.
       normalize_observations: running mean/std of observations (frozen per rollout).
       reward_scaling: multiplies rewards in the losses (logged returns are unscaled).
@@ -462,6 +466,7 @@ def train(
             activation=activation,
             layer_norm=bool(layer_norm),
             init_log_std=float(init_log_std),
+            actor_output_scale=float(actor_output_scale),
             normalize_observations=bool(normalize_observations),
         ),
     )

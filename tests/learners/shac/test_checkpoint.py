@@ -77,6 +77,7 @@ def test_policy_from_checkpoint_alone(point_mass, tmp_path):
     assert meta["algo"] == "shac" and meta["config"]["network"] == {
         "observation_size": 6, "action_size": 2, "actor_hidden": [16], "critic_hidden": [8], "activation": "tanh",
         "layer_norm": False, "init_log_std": -1.0, "normalize_observations": True,
+        "actor_output_scale": 0.01,
     }
     loaded_make_policy, loaded, network = shac.load_policy(tmp_path)
     assert network == shac.NetworkConfig.from_dict(meta["config"]["network"])
