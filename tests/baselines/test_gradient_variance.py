@@ -180,7 +180,10 @@ def test_quick_sweep_on_box_push(tmp_path, contact_model):
     assert gv.main(["--quick", "--env", "BoxPush-v0", "--contact-model", contact_model, "--out", str(tmp_path)]) == []
 
 
-@pytest.mark.parametrize("contact_model, levels", [("penalty", (50.0, 500.0)), ("mujoco", (0.05, 0.004))])
+@pytest.mark.parametrize(
+    "contact_model, levels",
+    [("penalty", (50.0, 500.0)), pytest.param("mujoco", (0.05, 0.004), marks=pytest.mark.slow)],
+)
 def test_one_program_for_every_level_matches_an_env_built_at_that_level(contact_model, levels):
     """The sweep's program takes the stiffness as an argument: built at the softer level
     and run at the stiffer one, its rollout gradients equal those of an env built at the

@@ -230,6 +230,7 @@ def test_free_joint_vjp_equals_transposed_jacobians(free_body_env, estimator):
         assert bundled > 0
 
 
+@pytest.mark.slow  # both paths are checked against transposed Jacobians by the VJP tests above
 def test_exact_backward_pass_is_the_same_from_a_kept_or_a_recomputed_linearization(free_body_env, monkeypatch):
     """``exact`` keeps a small step's linearization from the forward pass; with a zero
     budget it recomputes the step in the backward pass. Both equal the transposed

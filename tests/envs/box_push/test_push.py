@@ -233,6 +233,7 @@ def test_reward_jacobians_match_finite_differences(env):
     assert checked == 10
 
 
+@pytest.mark.slow  # tests/test_gym.py checks exact grad_step against step; plain_step's test checks bcg
 def test_grad_step_advances_like_step(env):
     env.reset(seed=5)
     qpos, qvel, _ = env.unwrapped.get_state()
