@@ -47,13 +47,10 @@ def sb3_policy(checkpoint_dir: Path) -> Callable[[np.ndarray], np.ndarray]:
 
 def shac_policy(checkpoint_dir: Path) -> Callable[[np.ndarray], np.ndarray]:
     """SHAC's deterministic policy from the newest checkpoint in ``checkpoint_dir``."""
-    from bcg_envs.export import NumpyPolicy, policy_arrays
-    from bcg_envs.learners import shac
+    from baselines.export_shac import checkpoint_policy_arrays
+    from bcg_envs.export import NumpyPolicy
 
-    _, params, network = shac.load_policy(checkpoint_dir)
-    return NumpyPolicy(policy_arrays(params, actor_hidden=network.actor_hidden, activation=network.activation,
-                                     layer_norm=network.layer_norm,
-                                     normalize_observations=network.normalize_observations))
+    return NumpyPolicy(checkpoint_policy_arrays(checkpoint_dir))
 
 
 def checkpoint_steps(algo: str, checkpoint_dir: Path) -> int:

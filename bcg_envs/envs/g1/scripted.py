@@ -11,6 +11,8 @@
   reference; the fastest way to end an episode);
 * ``trained``: the shipped closed-loop reference policy of the clip (``trained_policy``:
   SB3 PPO, exported to NumPy; the jump, whose open-loop replay loses balance);
+* ``trained_shac``: the shipped SHAC exact policy of the clip, trained for the same env
+  steps as ``trained`` (``trained_policy(env_id, "shac_exact")``; the jump);
 
 and prints mean return, episode length, success rate, mean key-body position error (cm),
 mean joint error (rad), falls and clips completed. The MuJoCo C backend maps actions
@@ -28,12 +30,15 @@ import numpy as np
 
 from bcg_envs.envs.resources import ASSETS
 from bcg_envs.export import NumpyPolicy
+from bcg_envs.stats import format_success, success_summary
 
 CLIPS = ("G1Squat-v0", "G1Jump-v0", "G1Kick-v0")
-POLICIES = ("replay", "hold", "freeze", "escape+", "escape-", "trained")
+POLICIES = ("replay", "hold", "freeze", "escape+", "escape-", "trained", "trained_shac")
 
-#: The shipped reference policies (``bcg_envs.export`` format), one ``<env id>.npz`` each.
+#: The shipped trained policies (``bcg_envs.export`` format): ``<env id><suffix>.npz``.
 POLICY_DIR = ASSETS / "policies"
+#: File-name suffix of each learner's shipped policies.
+LEARNER_SUFFIX = {"sb3_ppo": "", "shac_exact": ".shac_exact"}
 
 Policy = Callable[[np.ndarray], Any]
 
@@ -74,14 +79,19 @@ def reference_policy(env: Any) -> Policy:
     return lambda obs: np.clip(np.asarray(obs)[sl] / scale, -1.0, 1.0).astype(np.float32)
 
 
-def trained_policy(env_id: str) -> NumpyPolicy:
-    """The shipped closed-loop policy of ``env_id`` (residual actions, the env's default
+def trained_policy(env_id: str, learner: str = "sb3_ppo") -> NumpyPolicy:
+    """The shipped closed-loop policy of ``env_id`` trained by ``learner`` (``"sb3_ppo"``,
+    the reference solution, or ``"shac_exact"``; residual actions, the env's default
     observation): ``observation -> action`` in NumPy. How each was trained and exported is
     in the README (Environments: Scoring); ``FileNotFoundError`` names the ids that have one."""
-    path = POLICY_DIR / f"{env_id}.npz"
+    if learner not in LEARNER_SUFFIX:
+        raise ValueError(f"learner must be one of {sorted(LEARNER_SUFFIX)}, got {learner!r}")
+    suffix = LEARNER_SUFFIX[learner]
+    path = POLICY_DIR / f"{env_id}{suffix}.npz"
     if not path.exists():
-        shipped = sorted(p.stem for p in POLICY_DIR.glob("*.npz"))
-        raise FileNotFoundError(f"no shipped policy for {env_id!r}; shipped: {shipped}")
+        names = (p.name.removesuffix(".npz") for p in POLICY_DIR.glob("*.npz"))
+        shipped = sorted(n.split(".")[0] for n in names if n[len(n.split(".")[0]):] == suffix)
+        raise FileNotFoundError(f"no shipped {learner} policy for {env_id!r}; shipped: {shipped}")
     return NumpyPolicy.load(path)
 
 
@@ -115,8 +125,8 @@ def _policy_factory(name: str, env, env_id: str) -> Callable[[np.ndarray], Calla
             return lambda obs: a0
 
         return frozen
-    if name == "trained":
-        policy = trained_policy(env_id)
+    if name in ("trained", "trained_shac"):
+        policy = trained_policy(env_id, "sb3_ppo" if name == "trained" else "shac_exact")
         return lambda obs0: policy
     if name in ("escape+", "escape-"):
         a = np.full(jax_env.action_size, 1.0 if name == "escape+" else -1.0, np.float32)
@@ -142,7 +152,7 @@ def run(
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     env = gym.make(
         f"bcg_envs/{env_id}", backend="mujoco",
-        config={"residual_actions": policy == "trained", "random_start": random_start},
+        config={"residual_actions": policy.startswith("trained"), "random_start": random_start},
     )
     make = _policy_factory(policy, env, env_id)
     rows: Dict[str, List[Any]] = {k: [] for k in ("returns", "lengths", "success", "tracking_error_cm",
@@ -182,9 +192,11 @@ def run(
 
 
 def format_row(env_id: str, policy: str, r: Dict[str, Any]) -> str:
+    """One table row; success with its 95 % Wilson interval over the episodes."""
     n = r["episodes"]
+    success = format_success(success_summary(r["success"]))
     return (
-        f"{env_id:11s} {policy:8s} {r['mean_return']:7.1f} {r['mean_length']:6.1f} {r['success_rate']:8.2f} "
+        f"{env_id:11s} {policy:12s} {r['mean_return']:7.1f} {r['mean_length']:6.1f} {success:>20s} "
         f"{r['mean_tracking_error_cm']:9.1f} {r['mean_joint_error_rad']:9.3f} {r['falls']:>3d}/{n:<3d}"
         f" {r['completed_episodes']:>4d}/{n:<3d}"
     )
@@ -197,15 +209,43 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--episodes", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--fixed-start", action="store_true", help="start every episode at the clip's first frame")
+    parser.add_argument("--plot", default=None, help="also draw the success rates with their 95 %% intervals to this .png")
     args = parser.parse_args(argv)
     start = "first frame" if args.fixed_start else "random frames"
     print(f"MuJoCo C, {args.episodes} episodes from seed {args.seed}, starts at {start}")
-    print(f"{'env':11s} {'policy':8s} {'return':>7s} {'steps':>6s} {'success':>8s} {'err cm':>9s} "
+    print(f"{'env':11s} {'policy':12s} {'return':>7s} {'steps':>6s} {'success [95 % CI]':>20s} {'err cm':>9s} "
           f"{'err rad':>9s} {'falls':>7s} {'complete':>8s}")
+    results = []
     for env_id in args.env:
         for policy in args.policies:
             r = run(env_id, policy, episodes=args.episodes, seed=args.seed, random_start=not args.fixed_start)
             print(format_row(env_id, policy, r), flush=True)
+            results.append((f"{env_id}\n{policy}", success_summary(r["success"])))
+    if args.plot:
+        plot_success(results, args.plot, f"MuJoCo C, {args.episodes} episodes from seed {args.seed}")
+        print(f"wrote {args.plot}")
+
+
+def plot_success(results: List[Any], path: str, title: str) -> None:
+    """Bar chart of ``(label, success_summary)`` pairs: success rate (%) with its 95 % interval."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = [label for label, _ in results]
+    rate = np.array([100 * s["success_rate"] for _, s in results])
+    err = np.array([[100 * s["success_rate"] - 100 * s["success_low"] for _, s in results],
+                    [100 * s["success_high"] - 100 * s["success_rate"] for _, s in results]])
+    fig, ax = plt.subplots(figsize=(1.8 * len(results) + 1.5, 3.5))
+    ax.bar(range(len(results)), rate, yerr=err, capsize=6, color="tab:blue")
+    ax.set_xticks(range(len(results)), labels)
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("success rate (%), 95 % interval")
+    ax.set_title(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 if __name__ == "__main__":

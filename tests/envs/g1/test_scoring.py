@@ -13,7 +13,13 @@ import pytest
 from mujoco import mjx
 
 import bcg_envs  # noqa: F401  (registers the ids)
-from bcg_envs.envs.g1.scripted import episode_summary, hold_pose_policy, reference_policy, trained_policy
+from bcg_envs.envs.g1.scripted import (
+    episode_summary,
+    format_row,
+    hold_pose_policy,
+    reference_policy,
+    trained_policy,
+)
 from bcg_envs.envs.g1.tracking import G1Squat
 
 
@@ -237,8 +243,20 @@ def test_hold_pose_policy_in_residual_mode(squat):
     assert np.all(reference_policy(env)(obs) == 0.0)
 
 
-def test_trained_policy_is_shipped_for_the_jump_only():
-    policy = trained_policy("G1Jump-v0")
+@pytest.mark.parametrize("learner", ["sb3_ppo", "shac_exact"])
+def test_trained_policy_is_shipped_for_the_jump_only(learner):
+    policy = trained_policy("G1Jump-v0", learner)
     assert policy.observation_size == 216 and policy.action_size == 29 and policy.env_id == "G1Jump-v0"
-    with pytest.raises(FileNotFoundError, match=r"no shipped policy for 'G1Squat-v0'; shipped: \['G1Jump-v0'\]"):
-        trained_policy("G1Squat-v0")
+    with pytest.raises(FileNotFoundError, match=rf"no shipped {learner} policy for 'G1Squat-v0'; shipped: \['G1Jump-v0'\]"):
+        trained_policy("G1Squat-v0", learner)
+
+
+def test_format_row_reports_success_with_its_interval():
+    r = dict(episodes=4, mean_return=1.0, mean_length=2.0, success=np.array([True, False, False, False]),
+             mean_tracking_error_cm=3.0, mean_joint_error_rad=0.1, falls=1, completed_episodes=2)
+    assert "25.0 % [4.6, 69.9]" in format_row("G1Jump-v0", "trained", r)
+
+
+def test_trained_policy_names_the_learners():
+    with pytest.raises(ValueError, match=r"learner must be one of \['sb3_ppo', 'shac_exact'\], got 'ppo'"):
+        trained_policy("G1Jump-v0", "ppo")
