@@ -39,6 +39,8 @@ POLICIES = ("replay", "hold", "freeze", "escape+", "escape-", "trained", "traine
 POLICY_DIR = ASSETS / "policies"
 #: File-name suffix of each learner's shipped policies.
 LEARNER_SUFFIX = {"sb3_ppo": "", "shac_exact": ".shac_exact"}
+#: The learner of each ``trained*`` policy name (these act in residual mode, as trained).
+TRAINED = {"trained": "sb3_ppo", "trained_shac": "shac_exact"}
 
 Policy = Callable[[np.ndarray], Any]
 
@@ -89,8 +91,8 @@ def trained_policy(env_id: str, learner: str = "sb3_ppo") -> NumpyPolicy:
     suffix = LEARNER_SUFFIX[learner]
     path = POLICY_DIR / f"{env_id}{suffix}.npz"
     if not path.exists():
-        names = (p.name.removesuffix(".npz") for p in POLICY_DIR.glob("*.npz"))
-        shipped = sorted(n.split(".")[0] for n in names if n[len(n.split(".")[0]):] == suffix)
+        split = (p.name.removesuffix(".npz").partition(".") for p in POLICY_DIR.glob("*.npz"))
+        shipped = sorted(env for env, dot, rest in split if dot + rest == suffix)
         raise FileNotFoundError(f"no shipped {learner} policy for {env_id!r}; shipped: {shipped}")
     return NumpyPolicy.load(path)
 
@@ -125,8 +127,8 @@ def _policy_factory(name: str, env, env_id: str) -> Callable[[np.ndarray], Calla
             return lambda obs: a0
 
         return frozen
-    if name in ("trained", "trained_shac"):
-        policy = trained_policy(env_id, "sb3_ppo" if name == "trained" else "shac_exact")
+    if name in TRAINED:
+        policy = trained_policy(env_id, TRAINED[name])
         return lambda obs0: policy
     if name in ("escape+", "escape-"):
         a = np.full(jax_env.action_size, 1.0 if name == "escape+" else -1.0, np.float32)
@@ -152,7 +154,7 @@ def run(
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     env = gym.make(
         f"bcg_envs/{env_id}", backend="mujoco",
-        config={"residual_actions": policy.startswith("trained"), "random_start": random_start},
+        config={"residual_actions": policy in TRAINED, "random_start": random_start},
     )
     make = _policy_factory(policy, env, env_id)
     rows: Dict[str, List[Any]] = {k: [] for k in ("returns", "lengths", "success", "tracking_error_cm",
