@@ -13,6 +13,11 @@ observations (SB3 through ``VecNormalize``, frozen at evaluation; Brax and SHAC 
 their own running statistics). Wall-clock counts training only, not these evaluations.
 Brax APG exposes no policy during training, so only its final policy is scored.
 
+A config's optional ``env_kwargs`` (e.g. ``{"contact_stiffness": 0.002, "physics_dt":
+0.001}``) go to every env of the run, training and evaluation alike, so all algorithms
+learn and are scored on the same physics. Under ``contact_model="penalty"`` (an MJX-only
+model) the evaluation and SB3 PPO run on the MJX backend instead of MuJoCo C.
+
 Three x-axes: env steps (transitions the learner consumed), simulated control steps
 (``sim_steps``: every control step a simulator ran for training, forward or backward; PPO
 simulates one per env step, SHAC and APG the reverse-mode cost of their rollout gradient
@@ -74,6 +79,21 @@ def load_config(env_id: str, path: Optional[Path] = None) -> dict:
     return json.loads(path.read_text())
 
 
+def env_kwargs_of(cfg: dict) -> Dict[str, object]:
+    """The config's ``env_kwargs`` (JSON lists as tuples, so the env can be cached)."""
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in cfg.get("env_kwargs", {}).items()}
+
+
+def protocol_backend(env_kwargs: Dict[str, object]) -> str:
+    """The Gymnasium backend of evaluation and SB3 PPO: MuJoCo C, or MJX for the penalty
+    contact model, which only MJX simulates."""
+    return "mjx" if env_kwargs.get("contact_model") == "penalty" else "mujoco"
+
+
+#: Env arguments the runners set themselves.
+_RUNNER_ENV_ARGS = {"backend", "estimator"}
+
+
 def config_section(algo: str) -> str:
     """The config section an algorithm reads (both SHAC variants share ``shac``)."""
     return "shac" if algo.startswith("shac") else algo
@@ -117,6 +137,19 @@ def validate_config(cfg: dict, env_id: str, algos: List[str]) -> None:
     config, a missing section, or a key the algorithm's ``train`` does not take."""
     if cfg.get("env", env_id) != env_id:
         raise ValueError(f"config is for env {cfg['env']!r}, not {env_id!r}")
+    if not isinstance(cfg.get("env_kwargs", {}), dict):
+        raise ValueError(f"config['env_kwargs'] must be a JSON object of env arguments, got {cfg['env_kwargs']!r}")
+    env_kwargs = env_kwargs_of(cfg)
+    if env_kwargs:
+        set_by_runner = sorted(_RUNNER_ENV_ARGS & set(env_kwargs))
+        if set_by_runner:
+            raise ValueError(f"config['env_kwargs']: {set_by_runner} are set by the runners")
+        import bcg_envs
+
+        try:
+            bcg_envs.make_jax(env_id, **env_kwargs)
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"config['env_kwargs'] rejected by {env_id}: {err}") from None
     for algo in algos:
         if algo not in RUNNERS:
             raise ValueError(f"unknown algorithm {algo!r}; choose from {ALGORITHMS}")
@@ -173,12 +206,14 @@ def check_budgets(cfg: dict, algos: List[str], steps: int, evals: int, tolerance
 
 
 # ----- the protocol: one evaluation for every algorithm ----------------------------------
-def evaluate(env_id: str, act: Callable[[np.ndarray], np.ndarray]) -> Row:
+def evaluate(env_id: str, act: Callable[[np.ndarray], np.ndarray], env_kwargs: Optional[dict] = None) -> Row:
     """Score a policy (observation -> action) on the protocol's episodes: ``EVAL_EPISODES``
-    episodes from reset seeds ``EVAL_SEED`` onward, MuJoCo C backend."""
+    episodes from reset seeds ``EVAL_SEED`` onward, MuJoCo C backend (``protocol_backend``)."""
     from bcg_envs.envs.evaluation import run_episodes
 
-    r = run_episodes(env_id, act, episodes=EVAL_EPISODES, seed=EVAL_SEED, backend="mujoco")
+    env_kwargs = env_kwargs or {}
+    r = run_episodes(env_id, act, episodes=EVAL_EPISODES, seed=EVAL_SEED, backend=protocol_backend(env_kwargs),
+                     env_kwargs=env_kwargs)
     return dict(eval_return=r["mean_return"], eval_success=r["success_rate"], eval_length=r["mean_length"],
                 eval_episodes=EVAL_EPISODES)
 
@@ -199,12 +234,14 @@ class Recorder:
     ``record(env_steps, act, sim_steps)`` scores ``act`` by ``evaluate`` and stamps the row
     with the training wall-clock so far (evaluation time excluded). ``resume_from(steps)``
     keeps the CSV's rows up to ``steps`` (a checkpoint's step count) and continues their
-    wall-clock; otherwise the CSV starts empty.
+    wall-clock; otherwise the CSV starts empty. ``env_kwargs``: the run's env arguments,
+    evaluated on the same physics.
     """
 
-    def __init__(self, env_id: str, path: Optional[Path] = None) -> None:
+    def __init__(self, env_id: str, path: Optional[Path] = None, env_kwargs: Optional[dict] = None) -> None:
         self.env_id = env_id
         self.path = path
+        self.env_kwargs = env_kwargs or {}
         self.rows: List[Row] = []
         self._offset = 0.0
         self._start = time.perf_counter()
@@ -222,7 +259,7 @@ class Recorder:
     def record(self, env_steps: int, act: Callable[[np.ndarray], np.ndarray], sim_steps: float) -> None:
         t0 = time.perf_counter()
         wall = self._offset + t0 - self._start - self._evaluating
-        row = dict(env_steps=int(env_steps), sim_steps=float(sim_steps), wall_clock=wall, **evaluate(self.env_id, act))
+        row = dict(env_steps=int(env_steps), sim_steps=float(sim_steps), wall_clock=wall, **evaluate(self.env_id, act, self.env_kwargs))
         self.rows.append(row)
         if self.path is not None:
             if not self._started:
@@ -251,7 +288,9 @@ def run_sb3_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int, recor
     params = dict(cfg["sb3_ppo"])
     n_envs = params.pop("n_envs", 1)
     normalize = params.pop("normalize_observations", True)
-    venv = make_vec_env(f"bcg_envs/{env_id}", n_envs=n_envs, seed=seed, env_kwargs={"backend": "mujoco"})
+    env_kwargs = env_kwargs_of(cfg)
+    venv = make_vec_env(f"bcg_envs/{env_id}", n_envs=n_envs, seed=seed,
+                        env_kwargs={**env_kwargs, "backend": protocol_backend(env_kwargs)})
     model_path = checkpoint_dir / "model.zip" if checkpoint_dir else None
     stats_path = checkpoint_dir / "vecnormalize.pkl" if checkpoint_dir else None
     resume = model_path is not None and model_path.exists() and (stats_path.exists() or not normalize)
@@ -298,13 +337,19 @@ def run_sb3_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int, recor
 
 
 @functools.lru_cache(maxsize=None)
-def _jax_env(env_id: str, estimator: str):
-    """One JAX env per (id, estimator) in a process, shared by the seeds: a second instance
-    of an env lowers to differently numbered MLIR (private function names), which misses
-    the persistent compile cache, so every seed after the first would compile again."""
+def _jax_env(env_id: str, estimator: str, env_kwargs: Tuple[Tuple[str, object], ...] = ()):
+    """One JAX env per (id, estimator, env arguments) in a process, shared by the seeds: a
+    second instance of an env lowers to differently numbered MLIR (private function names),
+    which misses the persistent compile cache, so every seed after the first would compile
+    again."""
     import bcg_envs
 
-    return bcg_envs.make_jax(env_id, estimator=estimator)
+    return bcg_envs.make_jax(env_id, estimator=estimator, **dict(env_kwargs))
+
+
+def jax_env_for(env_id: str, estimator: str, cfg: dict):
+    """The run's JAX env: ``estimator``, the config's ``env_kwargs``."""
+    return _jax_env(env_id, estimator, tuple(sorted(env_kwargs_of(cfg).items())))
 
 
 def run_brax_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int, recorder: Recorder,
@@ -318,7 +363,7 @@ def run_brax_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int, reco
 
     enable_brax()
 
-    env = _jax_env(env_id, "exact")
+    env = jax_env_for(env_id, "exact", cfg)
     ppo.train(environment=env, num_timesteps=steps, episode_length=env.episode_length, num_evals=evals + 1,
               seed=seed, run_evals=False,
               policy_params_fn=lambda step, make_policy, params: recorder.record(
@@ -338,7 +383,7 @@ def run_brax_apg(env_id: str, steps: int, seed: int, cfg: dict, evals: int, reco
 
     enable_brax()
 
-    env = _jax_env(env_id, "exact")
+    env = jax_env_for(env_id, "exact", cfg)
     params = dict(cfg["brax_apg"])
     steps_per_update = params["horizon_length"] * params["num_envs"]
     updates = max(1, steps // steps_per_update)
@@ -364,7 +409,7 @@ def _run_shac(estimator: str):
 
         if programs is None:
             programs = shac.ProgramCache(maxsize=1)
-        env = _jax_env(env_id, estimator)
+        env = jax_env_for(env_id, estimator, cfg)
         params = dict(cfg["shac"])
         params["actor_hidden"] = tuple(params["actor_hidden"])
         params["critic_hidden"] = tuple(params["critic_hidden"])
@@ -594,7 +639,7 @@ def compare(env_id: str, algos: List[str], seeds: List[int], steps: int, out_dir
                 continue
             print(f"[{env_id}] {algo} seed {seed}: {planned[algo]:,} env steps", flush=True)
             checkpoints = out_dir / "checkpoints" / f"{algo}_seed{seed}"
-            recorder = Recorder(env_id, path)
+            recorder = Recorder(env_id, path, env_kwargs_of(cfg))
             RUNNERS[algo](env_id, steps, seed, cfg, evals, recorder, checkpoints)
     runs = read_runs(out_dir)
     table = summary_table(runs)

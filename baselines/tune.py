@@ -80,7 +80,8 @@ def tune(env_id: str, algos: List[str], steps: int, seed: int, out_dir: Path, ev
             continue
         print(f"[{env_id}] tune {algo} {setting_name(setting)} seed {seed}: {steps:,} env steps", flush=True)
         checkpoints = out_dir / "checkpoints" / algo / f"{setting_name(setting)}_seed{seed}"
-        compare.RUNNERS[algo](env_id, steps, seed, cfg, evals, compare.Recorder(env_id, path), checkpoints)
+        compare.RUNNERS[algo](env_id, steps, seed, cfg, evals,
+                             compare.Recorder(env_id, path, compare.env_kwargs_of(cfg)), checkpoints)
     table = tuning_table(out_dir, plans, seed)
     (out_dir / "tuning.md").write_text(table + "\n")
     print(table)

@@ -45,12 +45,14 @@ def run_episodes(
     seed: int = 0,
     backend: str = "mujoco",
     config: Optional[Dict[str, Any]] = None,
+    env_kwargs: Optional[Dict[str, Any]] = None,
 ) -> Dict[str, Any]:
     """Run ``policy`` (observation -> action) for ``episodes`` full episodes, seeds
     ``seed, seed + 1, ...``; an episode succeeds when its last step reports
     ``info["is_success"]`` (what SB3's ``Monitor`` reads). Returns per-episode ``returns``,
     ``lengths``, ``successes`` and their summary (``mean_return``, ``mean_length``,
-    ``success_rate`` with its 95 % Wilson interval ``success_low``/``success_high``)."""
+    ``success_rate`` with its 95 % Wilson interval ``success_low``/``success_high``).
+    ``env_kwargs``: more arguments of the env (``contact_stiffness``, ``physics_dt``, ...)."""
     import gymnasium as gym
 
     import bcg_envs  # noqa: F401  (registers the ids)
@@ -58,7 +60,7 @@ def run_episodes(
 
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
-    kwargs: Dict[str, Any] = {"backend": backend}
+    kwargs: Dict[str, Any] = {**(env_kwargs or {}), "backend": backend}
     if config:
         kwargs["config"] = config
     env = gym.make(f"{NAMESPACE}/{short_name(env_id)}", **kwargs)

@@ -99,6 +99,11 @@ def test_committed_configs_are_accepted_by_their_algorithms(path):
         (lambda c: c["sb3_ppo"].pop("n_steps"), r"config\['sb3_ppo'\]: missing required keys \['n_steps'\]"),
         (lambda c: c.pop("brax_apg"), r"no 'brax_apg' section"),
         (lambda c: c.update(env="G1Jump-v0"), r"config is for env 'G1Jump-v0', not 'BoxPush-v0'"),
+        (lambda c: c.update(env_kwargs=[0.002]), r"config\['env_kwargs'\] must be a JSON object"),
+        (lambda c: c.update(env_kwargs={"backend": "mjx"}), r"config\['env_kwargs'\]: \['backend'\] are set by the runners"),
+        (lambda c: c.update(env_kwargs={"physics_dt": 0.003}),
+         r"config\['env_kwargs'\] rejected by BoxPush-v0: .*multiple of the physics timestep"),
+        (lambda c: c.update(env_kwargs={"stiffness": 0.002}), r"config\['env_kwargs'\] rejected by BoxPush-v0: .*accepted kwargs"),
     ],
 )
 def test_bad_config_is_rejected_before_any_run(tmp_path, edit, message):
@@ -174,3 +179,24 @@ def test_planned_budgets_are_equal_for_the_committed_configs():
     assert compare.planned_env_steps("brax_ppo", gpu, 2_000_000, 10) == 7_864_320
     with pytest.raises(ValueError, match="unequal budgets.*brax_ppo"):
         compare.check_budgets(gpu, ["shac_bcg", "brax_ppo"], 2_000_000, 10)
+
+
+def test_env_kwargs_reach_training_and_evaluation(monkeypatch):
+    """A config's ``env_kwargs`` build the learners' JAX env and the protocol's evaluation
+    env alike (same physics for every algorithm); the penalty model is scored on MJX."""
+    cfg = compare.load_config("BoxPush-v0", compare.CONFIGS / "BoxPush-v0.stiff_2ms.json")
+    env = compare.jax_env_for("BoxPush-v0", "exact", cfg)
+    assert env.physics.mj_model.opt.timestep == pytest.approx(0.001)
+    assert env.contact_stiffness == pytest.approx(0.002)
+    seen = {}
+
+    def fake_run_episodes(env_id, act, **kwargs):
+        seen.update(kwargs)
+        return dict(mean_return=1.0, success_rate=0.5, mean_length=3.0)
+
+    import bcg_envs.envs.evaluation as evaluation
+
+    monkeypatch.setattr(evaluation, "run_episodes", fake_run_episodes)
+    compare.Recorder("BoxPush-v0", None, compare.env_kwargs_of(cfg)).record(0, lambda obs: obs, 0.0)
+    assert seen["env_kwargs"] == cfg["env_kwargs"] and seen["backend"] == "mujoco"
+    assert compare.protocol_backend({"contact_model": "penalty", "kappa": 300.0}) == "mjx"
