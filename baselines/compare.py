@@ -259,7 +259,8 @@ class Recorder:
     def record(self, env_steps: int, act: Callable[[np.ndarray], np.ndarray], sim_steps: float) -> None:
         t0 = time.perf_counter()
         wall = self._offset + t0 - self._start - self._evaluating
-        row = dict(env_steps=int(env_steps), sim_steps=float(sim_steps), wall_clock=wall, **evaluate(self.env_id, act, self.env_kwargs))
+        row = dict(env_steps=int(env_steps), sim_steps=float(sim_steps), wall_clock=wall,
+                   **evaluate(self.env_id, act, self.env_kwargs))
         self.rows.append(row)
         if self.path is not None:
             if not self._started:

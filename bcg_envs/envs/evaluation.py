@@ -44,7 +44,6 @@ def run_episodes(
     episodes: int = 100,
     seed: int = 0,
     backend: str = "mujoco",
-    config: Optional[Dict[str, Any]] = None,
     env_kwargs: Optional[Dict[str, Any]] = None,
 ) -> Dict[str, Any]:
     """Run ``policy`` (observation -> action) for ``episodes`` full episodes, seeds
@@ -52,7 +51,8 @@ def run_episodes(
     ``info["is_success"]`` (what SB3's ``Monitor`` reads). Returns per-episode ``returns``,
     ``lengths``, ``successes`` and their summary (``mean_return``, ``mean_length``,
     ``success_rate`` with its 95 % Wilson interval ``success_low``/``success_high``).
-    ``env_kwargs``: more arguments of the env (``contact_stiffness``, ``physics_dt``, ...)."""
+    ``env_kwargs``: more arguments of the env (``config``, ``contact_stiffness``,
+    ``physics_dt``, ...)."""
     import gymnasium as gym
 
     import bcg_envs  # noqa: F401  (registers the ids)
@@ -60,10 +60,7 @@ def run_episodes(
 
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
-    kwargs: Dict[str, Any] = {**(env_kwargs or {}), "backend": backend}
-    if config:
-        kwargs["config"] = config
-    env = gym.make(f"{NAMESPACE}/{short_name(env_id)}", **kwargs)
+    env = gym.make(f"{NAMESPACE}/{short_name(env_id)}", **{**(env_kwargs or {}), "backend": backend})
     try:
         returns, lengths, successes = zip(*(episode(env, policy, seed + i) for i in range(episodes)))
     finally:
