@@ -15,6 +15,7 @@ from typing import Dict, List
 
 import numpy as np
 
+from bcg_envs.envs.box_push.endings import episode_endings
 from bcg_envs.envs.box_push.scripted import scripted_push
 from bcg_envs.gradients.config import ESTIMATORS
 from bcg_envs.stats import format_success, success_summary
@@ -22,30 +23,8 @@ from bcg_envs.stats import format_success, success_summary
 
 def scripted_episodes(episodes: int = 16, seed: int = 0) -> Dict[str, np.ndarray]:
     """Full BoxPush episodes of ``scripted_push`` in MuJoCo C: a hand-written reference
-    level for the learned policies' evaluation returns. Returns per-episode ``return``,
-    ``length``, ``success`` (the last step's ``info["is_success"]``), ``start_distance`` and
-    ``final_distance`` (box to goal, metres)."""
-    import gymnasium as gym
-
-    import bcg_envs  # noqa: F401
-
-    env = gym.make("bcg_envs/BoxPush-v0", backend="mujoco")
-    out = {"return": [], "length": [], "success": [], "start_distance": [], "final_distance": []}
-    for episode in range(episodes):
-        obs, _ = env.reset(seed=seed + episode)
-        out["start_distance"].append(np.linalg.norm(obs[11:13]))
-        total, steps, done = 0.0, 0, False
-        while not done:
-            obs, reward, terminated, truncated, info = env.step(scripted_push(obs))
-            total += reward
-            steps += 1
-            done = terminated or truncated
-        out["return"].append(total)
-        out["length"].append(steps)
-        out["success"].append(bool(info["is_success"]))
-        out["final_distance"].append(np.linalg.norm(obs[11:13]))
-    env.close()
-    return {k: np.asarray(v) for k, v in out.items()}
+    level for the learned policies' evaluation returns (``episode_endings``' arrays)."""
+    return episode_endings(scripted_push, episodes=episodes, seed=seed)
 
 
 def gradient_statistics(
