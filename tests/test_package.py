@@ -41,7 +41,7 @@ def test_wheel_installs_and_makes_every_env(tmp_path):
     assert {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")} == {"bcg_envs"}
     assert not any(n.startswith("baselines/") for n in names)
     for asset in ("box_push/box_push.xml", "planar_hand/planar_hand.xml", "g1/g1.xml", "motions/g1_jump.csv",
-                  "policies/G1Jump-v0.npz"):
+                  "policies/G1Jump-v0.npz", "policies/BoxPush-v0.shac_exact.npz"):
         assert f"bcg_envs/assets/{asset}" in names
     subprocess.run(pip + ["install", "--no-deps", "--target", str(site), str(wheel)], check=True, capture_output=True)
     code = (

@@ -26,6 +26,8 @@ from typing import Optional
 
 import numpy as np
 
+from bcg_envs.envs.resources import trained_policy
+
 #: Box half size and pusher radius (m), as in box_push.xml.
 HALF, PUSHER_R = 0.05, 0.025
 #: Yaw error (rad) above which the box is turned in place before pushing.
@@ -153,11 +155,15 @@ def do_nothing(obs: np.ndarray) -> np.ndarray:
     return np.zeros(2, np.float32)
 
 
-#: Named policies of ``python -m bcg_envs.envs.box_push.scripted --policy NAME``.
-POLICIES = {"scripted": lambda: scripted_push, "nothing": lambda: do_nothing, "escape": lambda: escape}
+#: Named policies of ``python -m bcg_envs.envs.box_push.scripted --policy NAME``; ``trained``
+#: and ``trained_shac`` are the shipped learned policies (SB3 PPO and SHAC exact, the same env
+#: steps each; ``bcg_envs.envs.resources.trained_policy``), reference points beside the script.
+POLICIES = {"scripted": lambda: scripted_push, "nothing": lambda: do_nothing, "escape": lambda: escape,
+            "trained": lambda: trained_policy("BoxPush-v0", "sb3_ppo"),
+            "trained_shac": lambda: trained_policy("BoxPush-v0", "shac_exact")}
 
 
 if __name__ == "__main__":
     from bcg_envs.envs.evaluation import main
 
-    main("BoxPush-v0", POLICIES, "Success rate and return of BoxPush-v0's scripted policies.")
+    main("BoxPush-v0", POLICIES, "Success rate and return of BoxPush-v0's scripted and shipped policies.")

@@ -28,17 +28,12 @@ from typing import Any, Callable, Dict, List, Optional, Union
 
 import numpy as np
 
-from bcg_envs.envs.resources import ASSETS
-from bcg_envs.export import NumpyPolicy
+from bcg_envs.envs.resources import trained_policy
 from bcg_envs.stats import format_success, success_summary
 
 CLIPS = ("G1Squat-v0", "G1Jump-v0", "G1Kick-v0")
 POLICIES = ("replay", "hold", "freeze", "escape+", "escape-", "trained", "trained_shac")
 
-#: The shipped trained policies (``bcg_envs.export`` format): ``<env id><suffix>.npz``.
-POLICY_DIR = ASSETS / "policies"
-#: File-name suffix of each learner's shipped policies.
-LEARNER_SUFFIX = {"sb3_ppo": "", "shac_exact": ".shac_exact"}
 #: The learner of each ``trained*`` policy name (these act in residual mode, as trained).
 TRAINED = {"trained": "sb3_ppo", "trained_shac": "shac_exact"}
 
@@ -79,22 +74,6 @@ def reference_policy(env: Any) -> Policy:
     sl = env.observation_layout()["ref1_joint_pos"]
     scale = np.asarray(env.action_scale)
     return lambda obs: np.clip(np.asarray(obs)[sl] / scale, -1.0, 1.0).astype(np.float32)
-
-
-def trained_policy(env_id: str, learner: str = "sb3_ppo") -> NumpyPolicy:
-    """The shipped closed-loop policy of ``env_id`` trained by ``learner`` (``"sb3_ppo"``,
-    the reference solution, or ``"shac_exact"``; residual actions, the env's default
-    observation): ``observation -> action`` in NumPy. How each was trained and exported is
-    in the README (Environments: Scoring); ``FileNotFoundError`` names the ids that have one."""
-    if learner not in LEARNER_SUFFIX:
-        raise ValueError(f"learner must be one of {sorted(LEARNER_SUFFIX)}, got {learner!r}")
-    suffix = LEARNER_SUFFIX[learner]
-    path = POLICY_DIR / f"{env_id}{suffix}.npz"
-    if not path.exists():
-        split = (p.name.removesuffix(".npz").partition(".") for p in POLICY_DIR.glob("*.npz"))
-        shipped = sorted(env for env, dot, rest in split if dot + rest == suffix)
-        raise FileNotFoundError(f"no shipped {learner} policy for {env_id!r}; shipped: {shipped}")
-    return NumpyPolicy.load(path)
 
 
 def episode_summary(final_info: Dict[str, Any]) -> Dict[str, Any]:

@@ -331,6 +331,19 @@ def test_escape_scores_below_doing_nothing_and_the_scripted_push_above_both(scor
     assert scripted["success_rate"] >= 0.9 and nothing["success_rate"] == 0 and escape["success_rate"] == 0
 
 
+def test_shipped_learned_policies_load_and_score_between_doing_nothing_and_the_script(scores):
+    """The shipped SB3 PPO and SHAC exact policies (2,097,152 env steps each) act on
+    BoxPush's observation and, on 20 seeds, do better than doing nothing but worse than
+    the scripted push; SHAC's above PPO's (README: Baselines)."""
+    from bcg_envs.envs.resources import trained_policy
+
+    for learner in ("sb3_ppo", "shac_exact"):
+        policy = trained_policy("BoxPush-v0", learner)
+        assert policy.observation_size == 17 and policy.action_size == 2 and policy.env_id == "BoxPush-v0"
+    nothing, ppo, shac, scripted = (scores[k]["mean_return"] for k in ("nothing", "trained", "trained_shac", "scripted"))
+    assert nothing < ppo < shac < scripted
+
+
 @pytest.mark.slow
 def test_scripted_push_succeeds_in_90_percent_of_100_episodes():
     from bcg_envs.envs.box_push.scripted import scripted_push
