@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The main job (~8 minutes on 2 cores, most of it XLA compiles): gradient statistics of
+# The main job (~8-9 minutes on 2 cores, most of it XLA compiles): gradient statistics of
 # every estimator along a scripted BoxPush push in MuJoCo C (table, gradients.png, rollout.mp4),
 # then a small training comparison on BoxPush -- SB3 PPO vs SHAC with BCG gradients,
 # TRAIN_STEPS env steps each (default 16384) -- printed as a table and
