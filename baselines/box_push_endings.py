@@ -10,7 +10,7 @@ of ``baselines.compare`` in ``--out`` with a checkpointed final policy (found as
 (MuJoCo C, reset seeds ``compare.EVAL_SEED`` onward) through
 ``bcg_envs.envs.box_push.endings.episode_endings``. Per policy, pooled over seeds: the fraction of
 episodes ending within the distance bar, within the yaw bar, within both (the success
-rate), the median final distance (cm) and |yaw error| (rad) with their starting values,
+rate, with its 95 % Wilson interval), the median final distance (cm) and |yaw error| (rad) with their starting values,
 and the fraction ending early (the box left the table).
 
 Writes ``endings.md`` in ``--out`` and prints it.
@@ -25,6 +25,7 @@ from typing import Callable, Dict, List, Optional
 import numpy as np
 
 from baselines import compare, final_scores
+from bcg_envs.stats import format_success, success_summary
 
 
 def summary_line(name: str, runs: int, e: Dict[str, np.ndarray], config: dict) -> str:
@@ -32,7 +33,7 @@ def summary_line(name: str, runs: int, e: Dict[str, np.ndarray], config: dict) -
     near = e["final_distance"] < config["success_distance"]
     aligned = e["final_yaw"] < config["success_yaw"]
     return (f"| {name} | {runs} | {len(near)} | {e['return'].mean():.1f} | {100 * near.mean():.1f} % | {100 * aligned.mean():.1f} % | "
-            f"{100 * e['success'].mean():.1f} % | {100 * np.median(e['start_distance']):.1f} -> "
+            f"{format_success(success_summary(e['success']))} | {100 * np.median(e['start_distance']):.1f} -> "
             f"{100 * np.median(e['final_distance']):.1f} | {np.median(e['start_yaw']):.2f} -> "
             f"{np.median(e['final_yaw']):.2f} | {100 * np.mean(e['length'] < config['episode_length']):.1f} % |")
 

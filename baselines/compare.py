@@ -471,14 +471,23 @@ def read_rows(path: Path) -> List[Row]:
                  "sim_steps": float("nan"), **{k: float(v) for k, v in row.items()}} for row in csv.DictReader(f)]
 
 
-def read_runs(out_dir: Path) -> Dict[str, List[List[Row]]]:
-    """algo -> list (over seeds) of rows, from ``<algo>_seed<s>.csv`` files."""
+def read_runs(out_dir: Path, budgets: Optional[Dict[str, int]] = None) -> Dict[str, List[List[Row]]]:
+    """algo -> list (over seeds) of rows, from ``<algo>_seed<s>.csv`` files. With
+    ``budgets`` (algo -> planned env steps), only runs that reached their algorithm's budget
+    (``COMPLETE`` of it): a run still in progress, or stopped early, would pull a final
+    score and its interval towards an earlier point of the curve."""
     runs: Dict[str, List[List[Row]]] = defaultdict(list)
     for path in sorted(out_dir.glob("*_seed*.csv")):
         algo = path.stem.rsplit("_seed", 1)[0]
         rows = read_rows(path)
-        if rows:
-            runs[algo].append(rows)
+        if not rows:
+            continue
+        budget = budgets.get(algo) if budgets is not None else None
+        if budgets is not None and (budget is None or rows[-1]["env_steps"] < COMPLETE * budget):
+            print(f"{path.name}: left out of the summary (reaches {rows[-1]['env_steps']:,.0f} env steps of "
+                  f"{'no known budget' if budget is None else f'{budget:,}'})")
+            continue
+        runs[algo].append(rows)
     return dict(runs)
 
 
@@ -635,14 +644,15 @@ def compare(env_id: str, algos: List[str], seeds: List[int], steps: int, out_dir
     for algo in algos:
         for seed in seeds:
             path = out_dir / f"{algo}_seed{seed}.csv"
-            if is_complete(path, steps):
+            if is_complete(path, planned[algo]):
                 print(f"[{env_id}] {algo} seed {seed}: complete in {path}, skipped")
                 continue
             print(f"[{env_id}] {algo} seed {seed}: {planned[algo]:,} env steps", flush=True)
             checkpoints = out_dir / "checkpoints" / f"{algo}_seed{seed}"
             recorder = Recorder(env_id, path, env_kwargs_of(cfg))
             RUNNERS[algo](env_id, steps, seed, cfg, evals, recorder, checkpoints)
-    runs = read_runs(out_dir)
+    budgets = {a: planned_env_steps(a, cfg, steps, evals) for a in ALGORITHMS if config_section(a) in cfg}
+    runs = read_runs(out_dir, budgets)
     table = summary_table(runs)
     (out_dir / "table.md").write_text(table + "\n")
     plot_curves(runs, out_dir / "curves.png", title=env_id)

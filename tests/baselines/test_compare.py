@@ -46,6 +46,22 @@ def test_summary_table_reports_success_with_a_wilson_interval(tmp_path):
     assert (tmp_path / "curves.png").stat().st_size > 1000
 
 
+def test_summary_reads_only_runs_that_reached_their_budget(tmp_path, capsys):
+    """A run in progress (seed 1 at half the budget) stays out of the summary; an algorithm
+    whose planned budget is rounded down (2,000 of 2,048) counts as complete at its plan."""
+    _write(tmp_path / "sb3_ppo_seed0.csv", [(0, 0, -10), (2048, 5, 10)])
+    _write(tmp_path / "sb3_ppo_seed1.csv", [(0, 0, -10), (1024, 5, -3)])
+    _write(tmp_path / "brax_apg_seed0.csv", [(0, 0, -10), (2000, 5, 4)])
+    _write(tmp_path / "shac_exact_seed0.csv", [(0, 0, -10), (2048, 5, 12)])
+    runs = compare.read_runs(tmp_path, {"sb3_ppo": 2048, "brax_apg": 2000})
+    assert sorted(runs) == ["brax_apg", "sb3_ppo"] and len(runs["sb3_ppo"]) == 1
+    printed = capsys.readouterr().out
+    assert "sb3_ppo_seed1.csv: left out of the summary (reaches 1,024 env steps of 2,048)" in printed
+    assert "shac_exact_seed0.csv: left out of the summary (reaches 2,048 env steps of no known budget)" in printed
+    assert "| sb3_ppo | 1 | 10.00 ± 0.00 |" in compare.summary_table(runs)
+    assert len(compare.read_runs(tmp_path)["sb3_ppo"]) == 2  # without budgets: every run
+
+
 def test_the_gap_in_env_steps_to_the_best_success(tmp_path):
     """Best success 0.8 (SHAC's seed mean at 2,000 steps): 50 % of it is 0.4, 90 % is 0.72.
     PPO's seeds reach 0.4 at 20k and 40k (median 30k) and one reaches 0.72 at 40k; SHAC's
