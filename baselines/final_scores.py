@@ -9,7 +9,8 @@ comparison's evaluation episodes (reset seeds ``compare.EVAL_SEED`` onward,
 ``compare.EVAL_EPISODES`` of them) in MuJoCo C and in MJX. That is the sim-to-sim check for
 SHAC (trained in MJX) and the reverse one for SB3 PPO (trained in MuJoCo C). Transfer
 episodes do not end on the tracking-error termination (the policy keeps acting, as on a
-robot), only on a fall, so success here can differ from the comparison's.
+robot), only on a fall, so success here can differ from the comparison's. The env takes the
+``env_kwargs`` of the runs' config (``--config``, as ``baselines.compare`` was given it).
 
 Writes ``final_scores.csv`` (one row per run; a rerun scores only the runs it lacks) and ``final_scores.md`` (per algorithm and
 simulator: success pooled over every seed's episodes with its 95 % Wilson interval; falls
@@ -98,10 +99,11 @@ def read_scores(path: Path) -> List[dict]:
 
 
 def score_runs(env_id: str, out_dir: Path, steps: int, episodes: int = compare.EVAL_EPISODES,
-               seed: int = compare.EVAL_SEED, done: Sequence[dict] = ()) -> List[dict]:
+               seed: int = compare.EVAL_SEED, done: Sequence[dict] = (),
+               env_kwargs: Optional[Dict[str, object]] = None) -> List[dict]:
     """One row of ``COLUMNS`` per final policy of a complete run in ``out_dir``
-    (``sim_to_sim`` on both simulators), skipping runs ``done`` already scored with the
-    same env steps and episodes."""
+    (``sim_to_sim`` on both simulators, the env made with the runs' ``env_kwargs``),
+    skipping runs ``done`` already scored with the same env steps and episodes."""
     import gymnasium as gym
 
     from bcg_envs.registry import NAMESPACE, short_name
@@ -111,7 +113,7 @@ def score_runs(env_id: str, out_dir: Path, steps: int, episodes: int = compare.E
     todo = [run for run in final_runs(out_dir, steps) if (run[0], run[1], run[3], episodes) not in scored]
     if not todo:
         return []
-    mjx_env = gym.make(f"{NAMESPACE}/{short_name(env_id)}")  # one MJX env (one compile) for every run
+    mjx_env = gym.make(f"{NAMESPACE}/{short_name(env_id)}", **(env_kwargs or {}))  # one compile for every run
     rows = []
     try:
         for algo, run_seed, ckpt, run_steps in todo:
@@ -153,11 +155,14 @@ def main(argv: Optional[List[str]] = None) -> str:
     parser.add_argument("--out", required=True, help="a folder of baselines.compare runs with checkpoints")
     parser.add_argument("--steps", type=int, required=True, help="the runs' env-step budget (incomplete runs are skipped)")
     parser.add_argument("--episodes", type=int, default=compare.EVAL_EPISODES)
+    parser.add_argument("--config", default=None,
+                        help="the runs' config, for its env_kwargs (default: baselines/configs/<env>.json)")
     args = parser.parse_args(argv)
+    env_kwargs = compare.env_kwargs_of(compare.load_config(args.env, args.config))
     out_dir = Path(args.out)
     path = out_dir / "final_scores.csv"
     done = [r for r in read_scores(path) if int(r["episodes"]) == args.episodes]
-    rows = done + score_runs(args.env, out_dir, args.steps, episodes=args.episodes, done=done)
+    rows = done + score_runs(args.env, out_dir, args.steps, episodes=args.episodes, done=done, env_kwargs=env_kwargs)
     if not rows:
         raise SystemExit(f"no complete run with a checkpointed final policy in {out_dir}")
     with path.open("w", newline="") as f:

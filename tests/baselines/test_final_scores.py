@@ -63,13 +63,13 @@ def test_score_runs_runs_each_final_policy_once_in_both_simulators(tmp_path, mon
     calls = []
 
     def fake_sim_to_sim(env, policy, episodes, seed):
-        calls.append((env.unwrapped.env_name, policy, episodes, seed))
+        calls.append((env.unwrapped.env_name, env.unwrapped.jax_env.episode_length, policy, episodes, seed))
         return {f"{m}{s}": i + (10 if s else 0) for s in ("", "_mjx") for i, m in enumerate(final_scores.METRICS)}
 
     monkeypatch.setattr(bcg_envs.sim2sim, "sim_to_sim", fake_sim_to_sim)
     done = [dict(algo="sb3_ppo", seed="0", env_steps="1000", episodes="8")]
-    rows = final_scores.score_runs("BoxPush-v0", tmp_path, 1000, episodes=8, done=done)
-    assert calls == [("BoxPush-v0", ("policy of", tmp_path / "b"), 8, compare.EVAL_SEED)]
+    rows = final_scores.score_runs("BoxPush-v0", tmp_path, 1000, episodes=8, done=done, env_kwargs={"config": {"episode_length": 40}})
+    assert calls == [("BoxPush-v0", 40, ("policy of", tmp_path / "b"), 8, compare.EVAL_SEED)]  # the runs' env_kwargs
     assert rows == [dict(algo="shac_exact", seed=1, env_steps=1000, episodes=8, success_rate=0, falls=1, completed=2,
                          tracking_error_cm=3, joint_error_rad=4, success_rate_mjx=10, falls_mjx=11, completed_mjx=12,
                          tracking_error_cm_mjx=13, joint_error_rad_mjx=14)]
