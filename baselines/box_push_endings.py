@@ -8,7 +8,7 @@ misses. For the scripted push (``bcg_envs.envs.box_push.scripted``) and every co
 of ``baselines.compare`` in ``--out`` with a checkpointed final policy (found as
 ``baselines.final_scores`` finds them), this runs the comparison's evaluation episodes
 (MuJoCo C, reset seeds ``compare.EVAL_SEED`` onward) through
-``bcg_envs.envs.box_push.endings.episode_endings``. Per policy, pooled over seeds: the fraction of
+``bcg_envs.envs.box_push.endings.episode_endings``. Per run, and pooled over an algorithm's seeds: the fraction of
 episodes ending within the distance bar, within the yaw bar, within both (the success
 rate, with its 95 % Wilson interval), the median final distance (cm) and |yaw error| (rad) with their starting values,
 and the fraction ending early (the box left the table).
@@ -45,19 +45,21 @@ def endings_table(out_dir: Path, steps: int, episodes: int = compare.EVAL_EPISOD
     from bcg_envs.envs.box_push.push import default_config
 
     config = default_config()
-    policies: Dict[str, List[Callable]] = {"scripted push": [scripted.scripted_push]}
-    for algo, _seed, ckpt, _steps in final_scores.final_runs(out_dir, steps):
-        policies.setdefault(algo, []).append(final_scores.POLICIES[algo](ckpt))
+    policies: Dict[str, Dict[str, Callable]] = {"scripted push": {"scripted push": scripted.scripted_push}}
+    for algo, seed, ckpt, _steps in final_scores.final_runs(out_dir, steps):
+        policies.setdefault(algo, {})[f"{algo} seed {seed}"] = final_scores.POLICIES[algo](ckpt)
     lines = [f"Episode endings on BoxPush-v0's {episodes} evaluation episodes per policy (MuJoCo C), final policies of "
              f"runs at {steps:,} env steps. Bars: distance < {100 * config['success_distance']:.0f} cm, "
              f"|yaw error| < {config['success_yaw']} rad.", "",
              "| policy | runs | episodes | return | within distance | within yaw | success | median distance (cm), start -> end "
              "| median abs yaw error (rad), start -> end | ended early |",
              "|---|---|---|---|---|---|---|---|---|---|"]
-    for name, acts in policies.items():
-        per_run = [episode_endings(act, episodes=episodes, seed=compare.EVAL_SEED) for act in acts]
-        pooled = {k: np.concatenate([e[k] for e in per_run]) for k in per_run[0]}
-        lines.append(summary_line(name, len(acts), pooled, config))
+    for name, runs in policies.items():
+        per_run = {run: episode_endings(act, episodes=episodes, seed=compare.EVAL_SEED) for run, act in runs.items()}
+        if len(per_run) > 1:
+            lines.extend(summary_line(run, 1, e, config) for run, e in per_run.items())
+        pooled = {k: np.concatenate([e[k] for e in per_run.values()]) for k in next(iter(per_run.values()))}
+        lines.append(summary_line(name if len(per_run) == 1 else f"{name}, pooled", len(per_run), pooled, config))
     return "\n".join(lines) + "\n"
 
 

@@ -15,3 +15,17 @@ def test_table_has_the_scripted_row_and_success_within_both_bars(tmp_path):
     assert float(success) <= min(within, aligned)
     assert float(success) == 100.0  # the scripted push solves these episodes (tests/test_demo.py)
     assert low < 100.0 == high  # 3 episodes cannot pin the rate: the Wilson interval says so
+
+
+def test_one_row_per_run_and_one_pooled_row_per_algorithm(tmp_path, monkeypatch):
+    from baselines import final_scores
+    from bcg_envs.envs.box_push import scripted
+
+    runs = [("shac_exact", 1, tmp_path / "a", 1000), ("shac_exact", 2, tmp_path / "b", 1000)]
+    monkeypatch.setattr(final_scores, "final_runs", lambda out, steps: runs)
+    monkeypatch.setitem(final_scores.POLICIES, "shac_exact", lambda path: scripted.scripted_push)
+    text = box_push_endings.endings_table(tmp_path, steps=1000, episodes=2)
+    names = [line.strip("|").split("|")[0].strip() for line in text.splitlines() if line.startswith("| ")]
+    assert names == ["policy", "scripted push", "shac_exact seed 1", "shac_exact seed 2", "shac_exact, pooled"]
+    pooled = [line for line in text.splitlines() if line.startswith("| shac_exact, pooled")][0]
+    assert [c.strip() for c in pooled.strip("|").split("|")][1:3] == ["2", "4"]
