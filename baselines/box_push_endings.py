@@ -59,7 +59,8 @@ def endings_table(out_dir: Path, steps: int, episodes: int = compare.EVAL_EPISOD
         if len(per_run) > 1:
             lines.extend(summary_line(run, 1, e, config) for run, e in per_run.items())
         pooled = {k: np.concatenate([e[k] for e in per_run.values()]) for k in next(iter(per_run.values()))}
-        lines.append(summary_line(name if len(per_run) == 1 else f"{name}, pooled", len(per_run), pooled, config))
+        label = next(iter(per_run)) if len(per_run) == 1 else f"{name}, pooled"
+        lines.append(summary_line(label, len(per_run), pooled, config))
     return "\n".join(lines) + "\n"
 
 
