@@ -48,7 +48,7 @@ import math
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -109,7 +109,7 @@ _RUNNER_ARGS = {
     "brax_apg": {"environment", "policy_updates", "episode_length", "num_evals", "num_eval_envs", "seed", "progress_fn"},
 }
 #: Keys a runner reads itself (not passed on) and keys it cannot run without.
-_RUNNER_KEYS = {"sb3_ppo": {"n_envs", "normalize_observations"}}
+_RUNNER_KEYS = {"sb3_ppo": {"n_envs", "normalize_observations", "lr_schedule", "min_lr"}}
 _REQUIRED = {"sb3_ppo": {"n_steps", "batch_size"}, "shac": {"actor_hidden", "critic_hidden"},
              "brax_apg": {"horizon_length", "num_envs"}}
 
@@ -165,6 +165,8 @@ def validate_config(cfg: dict, env_id: str, algos: List[str]) -> None:
         missing = sorted(_REQUIRED.get(section, set()) - set(params))
         if missing:
             raise ValueError(f"config[{section!r}]: missing required keys {missing}")
+        if section == "sb3_ppo":
+            sb3_learning_rate(params)
 
 
 def planned_env_steps(algo: str, cfg: dict, steps: int, evals: int) -> int:
@@ -270,11 +272,29 @@ class Recorder:
         self._evaluating += time.perf_counter() - t0
 
 
+def sb3_learning_rate(params: dict) -> Union[float, Callable[[float], float]]:
+    """SB3 PPO's ``learning_rate`` from a config section: constant (``lr_schedule``
+    ``"constant"``, SB3's default) or ``"linear"`` from ``learning_rate`` down to ``min_lr``
+    (default 1e-5) over the run, the schedule SHAC uses, so the two can be compared with the
+    same annealing. SB3 calls it with the fraction of the run remaining (1 -> 0); it counts
+    across a resume, since SB3 adds the steps already taken to the total."""
+    from stable_baselines3.common.utils import LinearSchedule
+
+    lr = params.get("learning_rate", 3e-4)
+    schedule = params.get("lr_schedule", "constant")
+    if schedule == "constant":
+        return lr
+    if schedule == "linear":
+        return LinearSchedule(start=lr, end=params.get("min_lr", 1e-5), end_fraction=1.0)
+    raise ValueError(f"config['sb3_ppo']['lr_schedule'] must be 'constant' or 'linear', got {schedule!r}")
+
+
 def run_sb3_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int, recorder: Recorder,
                checkpoint_dir: Optional[Path] = None) -> None:
     """stable-baselines3 PPO on ``n_envs`` Gymnasium envs on the MuJoCo C backend (the
     CPU fast path; same model and task code as the JAX env), observations normalized by
-    ``VecNormalize`` (``normalize_observations``, default on; rewards left as they are).
+    ``VecNormalize`` (``normalize_observations``, default on; rewards left as they are),
+    learning rate constant or annealed (``lr_schedule``, see ``sb3_learning_rate``).
     With ``checkpoint_dir``, the model and the normalizer's statistics are saved at every
     evaluation and a run resumes from them (SB3's ``reset_num_timesteps=False``; the
     rollout buffer and the envs' episodes in flight start afresh)."""
@@ -287,6 +307,9 @@ def run_sb3_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int, recor
     import bcg_envs  # noqa: F401
 
     params = dict(cfg["sb3_ppo"])
+    params["learning_rate"] = sb3_learning_rate(params)
+    params.pop("lr_schedule", None)
+    params.pop("min_lr", None)
     n_envs = params.pop("n_envs", 1)
     normalize = params.pop("normalize_observations", True)
     env_kwargs = env_kwargs_of(cfg)

@@ -114,6 +114,8 @@ def test_committed_configs_are_accepted_by_their_algorithms(path):
         (lambda c: c["brax_ppo"].update(seed=3), r"config\['brax_ppo'\]: unknown or runner-set keys \['seed'\]"),
         (lambda c: c["sb3_ppo"].pop("n_steps"), r"config\['sb3_ppo'\]: missing required keys \['n_steps'\]"),
         (lambda c: c.pop("brax_apg"), r"no 'brax_apg' section"),
+        (lambda c: c["sb3_ppo"].update(lr_schedule="cosine"),
+         r"config\['sb3_ppo'\]\['lr_schedule'\] must be 'constant' or 'linear', got 'cosine'"),
         (lambda c: c.update(env="G1Jump-v0"), r"config is for env 'G1Jump-v0', not 'BoxPush-v0'"),
         (lambda c: c.update(env_kwargs=[0.002]), r"config\['env_kwargs'\] must be a JSON object"),
         (lambda c: c.update(env_kwargs={"backend": "mjx"}), r"config\['env_kwargs'\]: \['backend'\] are set by the runners"),
@@ -130,6 +132,13 @@ def test_bad_config_is_rejected_before_any_run(tmp_path, edit, message):
     with pytest.raises(ValueError, match=message):
         compare.compare("BoxPush-v0", list(compare.ALGORITHMS), [0], 64, tmp_path / "out", config=path)
     assert not (tmp_path / "out").exists()
+
+
+def test_sb3_learning_rate_constant_or_linear_to_min_lr():
+    """SB3 calls the schedule with the fraction of the run remaining: 1 at the start, 0 at the end."""
+    assert compare.sb3_learning_rate({"learning_rate": 3e-4}) == 3e-4
+    linear = compare.sb3_learning_rate({"learning_rate": 3e-4, "lr_schedule": "linear", "min_lr": 1e-5})
+    assert [linear(p) for p in (1.0, 0.5, 0.0)] == pytest.approx([3e-4, 1.55e-4, 1e-5])
 
 
 #: Each run is a 2-8 minute XLA compile on 2 cores. SHAC exact also trains in
