@@ -706,7 +706,7 @@ def _axes(plt, models, horizons, title: str):
     return fig, axes
 
 
-def _tick_labels(ticks: Sequence[float], spacing: float = 1.8) -> List[str]:
+def tick_labels(ticks: Sequence[float], spacing: float = 1.8) -> List[str]:
     """Labels for ascending log-axis ticks, blank where a tick is within ``spacing`` x of the
     previous labelled one (kappa 200 and 300 would overlap)."""
     labels, last = [], None
@@ -725,7 +725,7 @@ def _finish(fig, axes, rows: List[dict], models: Sequence[str], ylim: Callable[[
         ticks = sorted(set(levels))
         for ax in axes[i]:
             ax.set_xlim((hi, lo) if CONTACT_MODELS[m].smaller_is_stiffer else (lo, hi))
-            ax.set_xticks(ticks, _tick_labels(ticks), fontsize=7)
+            ax.set_xticks(ticks, tick_labels(ticks), fontsize=7)
             ax.set_xticks([], minor=True)
             ax.set_ylim(*ylim(*ax.get_ylim()))
     axes[0, -1].legend(fontsize=7)

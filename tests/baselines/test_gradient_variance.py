@@ -216,3 +216,9 @@ def test_one_program_for_every_level_matches_an_env_built_at_that_level(contact_
     scale = np.abs(expected).max()
     np.testing.assert_allclose(stiff, expected, rtol=1e-4, atol=1e-5 * scale)
     assert np.abs(stiff - soft).max() > 1e-3 * scale
+
+
+def test_tick_labels_leave_out_crowded_levels():
+    """kappa 200 and 300 sit 1.5x apart on the log axis: 300's label is left blank."""
+    ticks = [50.0, 100.0, 200.0, 300.0, 500.0, 3000.0]
+    assert gv.tick_labels(ticks) == ["50", "100", "200", "", "500", "3000"]
