@@ -45,7 +45,7 @@ Outputs in ``--out`` (default ``baselines/results/<env>/``): ``gradient_variance
 append-only, one block of rows per (contact model, level, estimator), skipped when a run
 restarts; per-block gradients and references under ``gradient_variance_data/``;
 ``gradient_variance_ratio.png`` (variance ratio to exact) and ``gradient_variance_raw.png``
-(raw variance; values above ``EXPLODED`` or non-finite clipped to the top and marked).
+(raw variance; values far above exact's largest, or non-finite, clipped to the top and marked).
 """
 
 from __future__ import annotations
@@ -68,8 +68,9 @@ from bcg_envs.utils import single_cpu_client
 ESTIMATORS = ("exact", "bundle", "zeroth", "bcg", "alpha")
 COLORS = {e: f"C{i}" for i, e in enumerate(ESTIMATORS)}
 HORIZONS = (1, 8, 32, 64)
-#: Raw variances above this (or non-finite) are drawn clipped at the top of the raw plot.
-EXPLODED = 1e12
+#: Raw variances this many times above exact's largest (or non-finite) are drawn clipped at
+#: the top of the raw plot, so that exact itself is never clipped however far it grows.
+EXPLODED_OVER_EXACT = 1e3
 #: Variance ratios to exact above this (or non-finite) are drawn clipped at the top of the
 #: ratio plot, so that the estimators near exact stay readable.
 RATIO_EXPLODED = 1e6
@@ -776,11 +777,20 @@ def plot_ratio(rows: List[dict], path: Path) -> None:
     plt.close(fig)
 
 
+def raw_ceiling(rows: List[dict]) -> float:
+    """Top of the raw-variance plot: ``EXPLODED_OVER_EXACT`` x the largest finite upper bound
+    of exact's variance in ``rows`` (1e12 without exact rows)."""
+    exact = [_float(r["variance_hi"]) for r in rows if r["estimator"] == "exact"]
+    exact = [v for v in exact if np.isfinite(v) and v > 0]
+    return EXPLODED_OVER_EXACT * max(exact) if exact else 1e12
+
+
 def plot_raw(rows: List[dict], path: Path) -> None:
-    """Raw gradient variance per level; exploded values (> EXPLODED or non-finite) drawn
-    at the top of the axis as triangles."""
+    """Raw gradient variance per level; values above ``raw_ceiling(rows)`` (or non-finite)
+    drawn at the top of the axis as triangles."""
     import matplotlib.pyplot as plt
 
+    ceiling = raw_ceiling(rows)
     models, horizons, estimators = _grid(rows)
     fig, axes = _axes(plt, models, horizons, f"{rows[0]['env']}: total variance of the rollout gradient")
     exploded_any = False
@@ -791,17 +801,18 @@ def plot_raw(rows: List[dict], path: Path) -> None:
             for e in estimators:
                 s = _series(rows, m, h, e, ("variance", "variance_lo", "variance_hi", "nonfinite"))
                 v = s["variance"]
-                bad = ~np.isfinite(v) | (v > EXPLODED)
+                bad = ~np.isfinite(v) | (v > ceiling)
                 ok = ~bad & (v > 0)
                 ax.plot(s["level"][ok], v[ok], marker="o", ms=3, color=COLORS[e], label=e)
-                _band(ax, s["level"], s["variance_lo"], np.minimum(s["variance_hi"], EXPLODED), ok, COLORS[e])
+                _band(ax, s["level"], s["variance_lo"], np.minimum(s["variance_hi"], ceiling), ok, COLORS[e])
                 if np.any(bad):
                     exploded_any = True
-                    ax.plot(s["level"][bad], np.full(np.sum(bad), EXPLODED), marker="^", ls="none", ms=7,
+                    ax.plot(s["level"][bad], np.full(np.sum(bad), ceiling), marker="^", ls="none", ms=7,
                             color=COLORS[e], clip_on=False)
-    _finish(fig, axes, rows, models, lambda lo, hi: (lo, EXPLODED if exploded_any else hi))
+    _finish(fig, axes, rows, models, lambda lo, hi: (lo, ceiling if exploded_any else hi))
     if exploded_any:
-        fig.text(0.01, 0.005, f"triangles: variance > {EXPLODED:.0e} or non-finite, clipped to the top", fontsize=8)
+        fig.text(0.01, 0.005, f"triangles: variance > {ceiling:.0e} (1000x exact's largest) or non-finite, "
+                 "clipped to the top", fontsize=8)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
