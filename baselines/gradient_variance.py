@@ -432,12 +432,14 @@ def _resample_weights(n: int, resamples: int, seed: int) -> np.ndarray:
 
 
 def _weighted_variances(g: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Total variance of the rows of ``g`` (n, d) under each weight row of ``w`` (B, n)."""
+    """Total variance of the rows of ``g`` (n, d) under each weight row of ``w`` (B, n; rows
+    sum to 1), as half the weighted sum of squared distances between rows. Every term is
+    non-negative, so one start 1e16 away from the rest cannot cancel a resample's spread into
+    a negative variance, as E[g^2] - E[g]^2 does."""
     g = np.asarray(g, np.float64)
     with np.errstate(over="ignore", invalid="ignore"):
-        g = g - g.mean(axis=0)
-        mean = w @ g
-        return np.sum(w @ (g * g) - mean * mean, axis=1)
+        distances = np.stack([np.sum((g - row) ** 2, axis=1) for row in g])
+        return 0.5 * np.einsum("bi,ij,bj->b", w, distances, w)
 
 
 def _interval(samples: np.ndarray, level: float = 0.95) -> Tuple[float, float]:

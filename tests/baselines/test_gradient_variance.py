@@ -231,3 +231,19 @@ def test_raw_plot_never_clips_exact():
             {"estimator": "zeroth", "variance_hi": "1e70"}]
     assert gv.raw_ceiling(rows) == pytest.approx(3e26)
     assert gv.raw_ceiling([{"estimator": "zeroth", "variance_hi": "1e70"}]) == 1e12
+
+
+def test_bootstrap_variances_of_one_far_start_stay_non_negative_and_exact():
+    """One start 1e16 away from 15 others spread by ~1: resamples without it have variance
+    ~d, which E[g^2] - E[g]^2 loses to cancellation (it went negative on the G1 landing)."""
+    rng = np.random.default_rng(0)
+    g = rng.normal(size=(16, 40))
+    g[3] += 1e16
+    w = gv._resample_weights(len(g), 400, seed=1)
+    got = gv._weighted_variances(g, w)
+    assert np.all(got >= 0)
+    for b in range(0, 400, 37):
+        idx = np.repeat(np.arange(len(g)), np.round(w[b] * len(g)).astype(int))
+        assert got[b] == pytest.approx(gv.variance_across_seeds(g[idx]), rel=1e-6)
+    lo, hi = gv.bootstrap_variance(g, resamples=400)
+    assert 0 < lo < hi
