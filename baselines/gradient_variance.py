@@ -813,7 +813,7 @@ def plot_raw(rows: List[dict], path: Path) -> None:
                             color=COLORS[e], clip_on=False)
     _finish(fig, axes, rows, models, lambda lo, hi: (lo, ceiling if exploded_any else hi))
     if exploded_any:
-        fig.text(0.01, 0.005, f"triangles: variance > {ceiling:.0e} (1000x exact's largest) or non-finite, "
+        fig.text(0.01, 0.005, f"triangles: variance > {ceiling:.0e} ({EXPLODED_OVER_EXACT:g}x exact's largest) or non-finite, "
                  "clipped to the top", fontsize=8)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     fig.savefig(path, dpi=110)
