@@ -28,9 +28,12 @@ measured (columns ``env_steps, sim_steps, wall_clock, eval_return, eval_success,
 eval_length, eval_episodes``). Long runs resume: a run whose CSV already reaches the budget
 is skipped; SB3 PPO and SHAC save a checkpoint under ``<out>/checkpoints/`` at every
 evaluation and continue from it (rows after the checkpoint are dropped and measured again;
-the wall-clock continues from the last kept row); Brax runs restart. The summary writes
-``curves.png`` (return vs env steps, simulated steps and wall-clock; success rate vs env
-steps; mean +- std over seeds) and ``table.md``: final return, final success rate with its
+the wall-clock continues from the last kept row); Brax runs restart. The summary covers the
+runs in ``<out>`` that reached the budget and writes ``curves.png`` (whole runs: return vs
+env steps, simulated steps and wall-clock; success rate vs env steps; mean +- std over
+seeds; the budget dashed) and ``table.md``, where every run is scored at the budget (a
+longer run's later rows are left out, so PPO run on to its plateau still compares at equal
+env steps; rerun with the longer budget for its own table): final return, final success rate with its
 95 % Wilson interval over all seeds' episodes, final episode length, env steps to 90 % of
 PPO's final return, env steps to 50 % and 90 % of the best success any algorithm reached
 (median over seeds), simulated steps and wall-clock; under it, the gap: PPO's env steps to
@@ -514,6 +517,14 @@ def read_runs(out_dir: Path, budgets: Optional[Dict[str, int]] = None) -> Dict[s
     return dict(runs)
 
 
+def at_budget(runs: Dict[str, List[List[Row]]], budgets: Dict[str, int]) -> Dict[str, List[List[Row]]]:
+    """Each run's rows up to its algorithm's budget (1 % slack for rounding): a run longer
+    than the budget is scored where the others stop, so a table compares equal env steps and
+    a longer run (PPO to its plateau) can share a directory with shorter ones."""
+    return {algo: [[row for row in rows if row["env_steps"] <= budgets[algo] / COMPLETE] for rows in seeds]
+            for algo, seeds in runs.items()}
+
+
 def is_complete(path: Path, steps: int) -> bool:
     """Whether the run's CSV reaches the budget (``COMPLETE`` of ``steps``)."""
     rows = read_rows(path)
@@ -623,7 +634,9 @@ def summary_table(runs: Dict[str, List[List[Row]]], reference: str = "sb3_ppo") 
     return "\n".join(lines)
 
 
-def plot_curves(runs: Dict[str, List[List[Row]]], path: Path, title: str = "") -> None:
+def plot_curves(runs: Dict[str, List[List[Row]]], path: Path, title: str = "", budget: Optional[int] = None) -> None:
+    """Return against env steps, simulated steps and wall-clock (mean +- std over seeds) and
+    success against env steps; whole runs, with the table's ``budget`` (env steps) dashed."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -646,6 +659,9 @@ def plot_curves(runs: Dict[str, List[List[Row]]], path: Path, title: str = "") -
             steps_, rates = (np.array(v) for v in zip(*sorted(points)))
             uniq = np.unique(steps_)
             axes[3].plot(uniq, [rates[steps_ == u].mean() for u in uniq], marker="o", label=algo)
+    if budget is not None:
+        for ax in (axes[0], axes[3]):
+            ax.axvline(budget, color="grey", linestyle="--", linewidth=1)
     axes[0].set(xlabel="environment steps", ylabel="evaluation return", title=title)
     axes[1].set(xlabel="simulated control steps (forward + backward)", ylabel="evaluation return")
     axes[2].set(xlabel="wall-clock (s)", ylabel="evaluation return")
@@ -676,9 +692,9 @@ def compare(env_id: str, algos: List[str], seeds: List[int], steps: int, out_dir
             RUNNERS[algo](env_id, steps, seed, cfg, evals, recorder, checkpoints)
     budgets = {a: planned_env_steps(a, cfg, steps, evals) for a in ALGORITHMS if config_section(a) in cfg}
     runs = read_runs(out_dir, budgets)
-    table = summary_table(runs)
+    table = summary_table(at_budget(runs, budgets))
     (out_dir / "table.md").write_text(table + "\n")
-    plot_curves(runs, out_dir / "curves.png", title=env_id)
+    plot_curves(runs, out_dir / "curves.png", title=env_id, budget=steps)
     print(table)
     return table
 

@@ -225,3 +225,20 @@ def test_env_kwargs_reach_training_and_evaluation(monkeypatch):
     compare.Recorder("BoxPush-v0", None, compare.env_kwargs_of(cfg)).record(0, lambda obs: obs, 0.0)
     assert seen["env_kwargs"] == cfg["env_kwargs"] and seen["backend"] == "mujoco"
     assert compare.protocol_backend({"contact_model": "penalty", "kappa": 300.0}) == "mjx"
+
+
+def test_runs_longer_than_the_budget_are_scored_at_the_budget(tmp_path):
+    """PPO run on to 4,096 env steps beside SHAC at 2,048: the table at 2,048 reads PPO's
+    row at 2,048 (return 3, not its later 10), and its success levels within that budget."""
+    _write(tmp_path / "sb3_ppo_seed0.csv", [(0, 0, -10), (2048, 5, 3), (4096, 9, 10)])
+    _write(tmp_path / "shac_exact_seed0.csv", [(0, 0, -10), (2048, 5, 12)])
+    budgets = {"sb3_ppo": 2048, "shac_exact": 2048}
+    runs = compare.read_runs(tmp_path, budgets)
+    assert len(runs["sb3_ppo"][0]) == 3  # whole runs for the plot
+    cut = compare.at_budget(runs, budgets)
+    assert [row["env_steps"] for row in cut["sb3_ppo"][0]] == [0, 2048]
+    table = compare.summary_table(cut)
+    assert "| sb3_ppo | 1 | 3.00 ± 0.00 |" in table and "| shac_exact | 1 | 12.00 ± 0.00 |" in table
+    compare.plot_curves(runs, tmp_path / "curves.png", budget=2048)
+    assert (tmp_path / "curves.png").stat().st_size > 1000
+    assert "| sb3_ppo | 1 | 10.00 ± 0.00 |" in compare.summary_table(compare.at_budget(runs, {"sb3_ppo": 4096, "shac_exact": 4096}))
