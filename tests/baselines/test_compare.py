@@ -229,7 +229,8 @@ def test_env_kwargs_reach_training_and_evaluation(monkeypatch):
 
 def test_runs_longer_than_the_budget_are_scored_at_the_budget(tmp_path):
     """PPO run on to 4,096 env steps beside SHAC at 2,048: the table at 2,048 reads PPO's
-    row at 2,048 (return 3, not its later 10), and its success levels within that budget."""
+    row at 2,048 (return 3, not its later 10); the plot keeps the whole run; a table at
+    4,096 reads the later row."""
     _write(tmp_path / "sb3_ppo_seed0.csv", [(0, 0, -10), (2048, 5, 3), (4096, 9, 10)])
     _write(tmp_path / "shac_exact_seed0.csv", [(0, 0, -10), (2048, 5, 12)])
     budgets = {"sb3_ppo": 2048, "shac_exact": 2048}
