@@ -65,6 +65,8 @@ EVAL_EPISODES = 64
 #: with (``--seeds 0 1 2``), so evaluation episodes are not the training runs' first resets.
 EVAL_SEED = 1_000_000
 CSV_FIELDS = ("env_steps", "sim_steps", "wall_clock", "eval_return", "eval_success", "eval_length", "eval_episodes")
+#: The columns that count things: read back as ints, so a resumed run rewrites them as written.
+COUNT_FIELDS = ("env_steps", "eval_episodes")
 #: Simulated control steps per env step of the derivative-free learners (a forward step).
 FORWARD_ONLY = 1.0
 #: A run counts as complete when its last row reaches this fraction of the budget (Brax
@@ -493,8 +495,9 @@ def read_rows(path: Path) -> List[Row]:
     if not path.exists():
         return []
     with path.open() as f:
-        return [{"eval_success": float("nan"), "eval_length": float("nan"), "eval_episodes": 16.0,
+        rows = [{"eval_success": float("nan"), "eval_length": float("nan"), "eval_episodes": 16.0,
                  "sim_steps": float("nan"), **{k: float(v) for k, v in row.items()}} for row in csv.DictReader(f)]
+    return [{**row, **{k: int(row[k]) for k in COUNT_FIELDS if math.isfinite(row[k])}} for row in rows]
 
 
 def read_runs(out_dir: Path, budgets: Optional[Dict[str, int]] = None) -> Dict[str, List[List[Row]]]:

@@ -243,3 +243,26 @@ def test_runs_longer_than_the_budget_are_scored_at_the_budget(tmp_path):
     compare.plot_curves(runs, tmp_path / "curves.png", budget=2048)
     assert (tmp_path / "curves.png").stat().st_size > 1000
     assert "| sb3_ppo | 1 | 10.00 ± 0.00 |" in compare.summary_table(compare.at_budget(runs, {"sb3_ppo": 4096, "shac_exact": 4096}))
+
+
+def test_a_resumed_run_keeps_its_rows_and_writes_counts_as_integers(tmp_path, monkeypatch):
+    """A run stopped after its row at 200 env steps and resumed from its checkpoint at 100:
+    the rows up to 100 stay, the wall-clock continues from there, and the rewritten CSV
+    still writes env steps and episodes as integers."""
+    monkeypatch.setattr(compare, "evaluate", lambda env_id, act, env_kwargs=None: dict(
+        eval_return=1.0, eval_success=0.5, eval_length=200.0, eval_episodes=64))
+    path = tmp_path / "shac_exact_seed0.csv"
+    first = compare.Recorder("BoxPush-v0", path)
+    for steps in (0, 100, 200):
+        first.record(steps, lambda obs: obs, 3.0 * steps)
+    kept_wall = compare.read_rows(path)[1]["wall_clock"]
+    resumed = compare.Recorder("BoxPush-v0", path)
+    resumed.resume_from(100)
+    resumed.record(200, lambda obs: obs, 600.0)
+    rows = compare.read_rows(path)
+    assert [r["env_steps"] for r in rows] == [0, 100, 200]
+    assert rows[2]["wall_clock"] >= kept_wall
+    with path.open() as f:
+        parsed = list(csv.DictReader(f))
+    assert [r["env_steps"] for r in parsed] == ["0", "100", "200"]
+    assert {r["eval_episodes"] for r in parsed} == {"64"}
