@@ -494,10 +494,13 @@ def read_rows(path: Path) -> List[Row]:
     no simulated steps (before that axis)."""
     if not path.exists():
         return []
+    def parse(key: str, text: str) -> float:
+        value = float(text)
+        return int(value) if key in COUNT_FIELDS and math.isfinite(value) else value
+
     with path.open() as f:
-        rows = [{"eval_success": float("nan"), "eval_length": float("nan"), "eval_episodes": 16.0,
-                 "sim_steps": float("nan"), **{k: float(v) for k, v in row.items()}} for row in csv.DictReader(f)]
-    return [{**row, **{k: int(row[k]) for k in COUNT_FIELDS if math.isfinite(row[k])}} for row in rows]
+        return [{"eval_success": float("nan"), "eval_length": float("nan"), "eval_episodes": 16,
+                 "sim_steps": float("nan"), **{k: parse(k, v) for k, v in row.items()}} for row in csv.DictReader(f)]
 
 
 def read_runs(out_dir: Path, budgets: Optional[Dict[str, int]] = None) -> Dict[str, List[List[Row]]]:
