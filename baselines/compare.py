@@ -570,16 +570,18 @@ def _steps_text(value: Optional[float], hits: int, seeds: int) -> str:
     return f"{value:,.0f} ({hits}/{seeds})" if value is not None else f"— (0/{seeds})"
 
 
+#: The PPO implementations, in the order their gap lines are written under the table.
+PPO_ALGORITHMS = ("sb3_ppo", "brax_ppo")
+
+
 def summary_table(runs: Dict[str, List[List[Row]]], reference: str = "sb3_ppo") -> str:
     """Markdown: final return (mean +- std over seeds), final success rate with its 95 %
     Wilson interval (all seeds' evaluation episodes pooled; '—' if not recorded),
     final episode length, env steps to 90% of the reference's final return, env steps to
     50 % and 90 % of the best success any algorithm reached (medians over the seeds that
     reach it, how many do), simulated control steps and wall-clock to the end. Under the
-    table, the gap: the reference's env steps to each success level over each SHAC
-    variant's."""
+    table, the gap: each PPO's env steps to each success level over each SHAC variant's."""
     ref = runs.get(reference) or runs.get("brax_ppo")
-    ref_name = reference if reference in runs else "brax_ppo"
     target = None
     if ref:
         ref_final = float(np.mean([r[-1]["eval_return"] for r in ref]))
@@ -626,17 +628,16 @@ def summary_table(runs: Dict[str, List[List[Row]]], reference: str = "sb3_ppo") 
                      f"| {reach} | {success_cells[0]} | {success_cells[1]} | {sims_text} | {wall:.0f} |")
     lines.append("")
     lines.append(f"Best success (seed mean at one evaluation, any algorithm): {100 * best:.1f} %.")
-    for algo in (a for a in runs if a.startswith("shac")):
-        if ref is None or best == 0:
-            continue
+    pairs = [(p, s) for p in PPO_ALGORITHMS if p in runs for s in runs if s.startswith("shac")]
+    for ppo_name, algo in pairs if best > 0 else []:
         ratios = []
-        for level, ppo, shac_steps in zip(levels, to_success[ref_name], to_success[algo]):
+        for level, ppo, shac_steps in zip(levels, to_success[ppo_name], to_success[algo]):
             if ppo is None or shac_steps is None or shac_steps == 0:
-                ratios.append(f"{int(100 * level)} %: — ({ref_name} {'never' if ppo is None else f'{ppo:,.0f}'}, "
+                ratios.append(f"{int(100 * level)} %: — ({ppo_name} {'never' if ppo is None else f'{ppo:,.0f}'}, "
                               f"{algo} {'never' if shac_steps is None else f'{shac_steps:,.0f}'})")
             else:
                 ratios.append(f"{int(100 * level)} %: {ppo / shac_steps:.1f}x")
-        lines.append(f"Gap, {ref_name} / {algo} env steps to the best success's " + "; ".join(ratios) + ".")
+        lines.append(f"Gap, {ppo_name} / {algo} env steps to the best success's " + "; ".join(ratios) + ".")
     return "\n".join(lines)
 
 

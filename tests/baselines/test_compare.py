@@ -80,6 +80,10 @@ def test_the_gap_in_env_steps_to_the_best_success(tmp_path):
     assert "| 30,000 (2/2) | 40,000 (1/2) | 40,000 | 400 |" in table
     assert "| 1,000 (2/2) | 2,000 (2/2) | 7,000 | 20 |" in table
     assert "Gap, sb3_ppo / shac_bcg env steps to the best success's 50 %: 30.0x; 90 %: 20.0x." in table
+    compare.write_csv(tmp_path / "brax_ppo_seed0.csv", rows([(0, 0), (10_000, 0.4), (20_000, 0.2)], 1))
+    table = compare.summary_table(compare.read_runs(tmp_path))
+    assert "Gap, sb3_ppo / shac_bcg env steps to the best success's 50 %: 30.0x; 90 %: 20.0x." in table
+    assert "Gap, brax_ppo / shac_bcg env steps to the best success's 50 %: 10.0x; 90 %: — (brax_ppo never, shac_bcg 2,000)." in table
     compare.plot_curves(runs, tmp_path / "curves.png")
     assert (tmp_path / "curves.png").stat().st_size > 1000
 
