@@ -56,7 +56,6 @@ from typing import Callable, Dict, List, Optional, Tuple, Union
 import numpy as np
 
 from bcg_envs.stats import format_success, wilson_interval
-from bcg_envs.utils import single_cpu_client
 
 ALGORITHMS = ("sb3_ppo", "brax_ppo", "shac_exact", "shac_bcg", "brax_apg")
 #: Episodes per evaluation, the same for every algorithm (seeds ``EVAL_SEED`` onward).
@@ -114,7 +113,8 @@ _RUNNER_ARGS = {
     "brax_apg": {"environment", "policy_updates", "episode_length", "num_evals", "num_eval_envs", "seed", "progress_fn"},
 }
 #: Keys a runner reads itself (not passed on) and keys it cannot run without.
-_RUNNER_KEYS = {"sb3_ppo": {"n_envs", "normalize_observations", "lr_schedule", "min_lr"}}
+_RUNNER_KEYS = {"sb3_ppo": {"n_envs", "normalize_observations", "lr_schedule", "min_lr"},
+                "brax_ppo": {"init_noise_std"}}
 _REQUIRED = {"sb3_ppo": {"n_steps", "batch_size"}, "shac": {"actor_hidden", "critic_hidden"},
              "brax_apg": {"horizon_length", "num_envs"}}
 
@@ -393,11 +393,19 @@ def run_brax_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int, reco
     enable_brax()
 
     env = jax_env_for(env_id, "exact", cfg)
+    params = dict(cfg["brax_ppo"])
+    if "init_noise_std" in params:  # the policy's initial action noise (pre-tanh std), Brax default 1.0
+        import functools
+
+        from brax.training.agents.ppo import networks as ppo_networks
+
+        params["network_factory"] = functools.partial(ppo_networks.make_ppo_networks,
+                                                      init_noise_std=params.pop("init_noise_std"))
     ppo.train(environment=env, num_timesteps=steps, episode_length=env.episode_length, num_evals=evals + 1,
               seed=seed, run_evals=False,
               policy_params_fn=lambda step, make_policy, params: recorder.record(
                   step, jax_policy(make_policy, params), FORWARD_ONLY * step),
-              **cfg["brax_ppo"])
+              **params)
 
 
 def run_brax_apg(env_id: str, steps: int, seed: int, cfg: dict, evals: int, recorder: Recorder,
@@ -716,7 +724,6 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--out", default=None)
     parser.add_argument("--config", default=None, help="JSON of hyper-parameters (default: baselines/configs/<env>.json)")
     args = parser.parse_args(argv)
-    single_cpu_client()  # the 2-core batched-kernel deadlock (see bcg_envs.utils.single_cpu_client)
     out = Path(args.out or f"baselines/results/{args.env}")
     compare(args.env, args.algos, args.seeds, args.steps, out, args.evals, args.config)
 

@@ -4,8 +4,12 @@ budget and seed for every algorithm.
     python -m baselines.tune --env BoxPush-v0 --algos sb3_ppo shac_bcg --steps 200000 --seed 0
 
 The grids are ``baselines/configs/tuning/grids.json`` (``--grids`` for another file): per
-config section (``sb3_ppo``, ``brax_ppo``, ``shac``, ``brax_apg``) a list of values per key,
-six settings each (their product). Every setting overrides the task's config
+algorithm (``shac_exact``) or per config section (``sb3_ppo``, ``brax_ppo``, ``shac``,
+``brax_apg``) either a list of values per key (the settings are their product) or an
+explicit list of settings, the same number for every algorithm. A grid file may declare
+its budgets (``"budgets": {env: {"steps": ..., "evals": ..., "config": ...}}``): those are
+then the defaults, and a run asking for another budget is refused, so every setting of
+every learner trains for the declared env steps. Every setting overrides the task's config
 (``baselines/configs/<env>.json``, or ``--config``) and
 trains once with the protocol of ``baselines.compare`` (same evaluation episodes,
 deterministic policy). A setting is scored by its final success rate, ties broken by the
@@ -27,13 +31,17 @@ import numpy as np
 
 from baselines import compare
 from bcg_envs.stats import format_success, wilson_interval
-from bcg_envs.utils import single_cpu_client
 
 GRIDS = compare.CONFIGS / "tuning" / "grids.json"
 
 
-def settings(grid: Dict[str, list]) -> List[Dict[str, object]]:
-    """Every combination of the grid's values, in the grid's key order."""
+def settings(grid) -> List[Dict[str, object]]:
+    """An explicit list of settings as it is, or every combination of a dict of value lists
+    in the grid's key order."""
+    if isinstance(grid, list):
+        if not all(isinstance(s, dict) for s in grid):
+            raise ValueError("an explicit grid is a list of JSON objects (one setting each)")
+        return [dict(s) for s in grid]
     keys = list(grid)
     return [dict(zip(keys, values)) for values in itertools.product(*(grid[k] for k in keys))]
 
@@ -66,9 +74,10 @@ def tune(env_id: str, algos: List[str], steps: int, seed: int, out_dir: Path, ev
     plans = []
     for algo in algos:
         section = compare.config_section(algo)
-        if section not in grids:
-            raise ValueError(f"{grids_path} has no grid for {section!r} (algorithm {algo!r})")
-        for setting in settings(grids[section]):
+        grid = grids.get(algo, grids.get(section))
+        if grid is None:
+            raise ValueError(f"{grids_path} has no grid for {algo!r} (nor its config section {section!r})")
+        for setting in settings(grid):
             cfg = json.loads(json.dumps(base))
             cfg[section].update(setting)
             compare.validate_config(cfg, env_id, [algo])
@@ -113,17 +122,29 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env", default="BoxPush-v0")
     parser.add_argument("--algos", nargs="+", default=list(compare.ALGORITHMS), choices=list(compare.ALGORITHMS))
-    parser.add_argument("--steps", type=int, default=200_000)
+    parser.add_argument("--steps", type=int, default=None, help="env steps per setting (default: the grid file's "
+                        "declared budget, else 200,000)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--evals", type=int, default=5)
+    parser.add_argument("--evals", type=int, default=None, help="evaluations per run (default: declared, else 5)")
     parser.add_argument("--out", default=None)
     parser.add_argument("--grids", default=str(GRIDS), help="JSON of the grids (default: baselines/configs/tuning/grids.json)")
     parser.add_argument("--config", default=None, help="JSON the settings override (default: baselines/configs/<env>.json)")
     args = parser.parse_args(argv)
-    single_cpu_client()
+    declared = declared_budget(Path(args.grids), args.env)
+    for key, default in (("steps", 200_000), ("evals", 5), ("config", None)):
+        asked = getattr(args, key)
+        if key in declared and asked is not None and asked != declared[key]:
+            parser.error(f"--{key} {asked} differs from the budget {args.grids} declares for {args.env}: "
+                         f"{declared[key]}")
+        setattr(args, key, asked if asked is not None else declared.get(key, default))
     out = Path(args.out or f"baselines/results/{args.env}/tuning")
     tune(args.env, args.algos, args.steps, args.seed, out, args.evals, Path(args.grids),
          Path(args.config) if args.config else None)
+
+
+def declared_budget(grids_path: Path, env_id: str) -> Dict[str, object]:
+    """The budget a grid file declares for ``env_id`` (``steps``, ``evals``, ``config``), or {}."""
+    return dict(json.loads(Path(grids_path).read_text()).get("budgets", {}).get(env_id, {}))
 
 
 if __name__ == "__main__":

@@ -79,3 +79,30 @@ def test_unknown_section_is_refused(tmp_path):
     grids.write_text(json.dumps({"shac": {"actor_lr": [0.001]}}))
     with pytest.raises(ValueError, match="no grid for 'sb3_ppo'"):
         tune.tune("BoxPush-v0", ["sb3_ppo"], 64, 0, tmp_path / "out", grids_path=grids)
+
+
+def test_declared_equal_effort_grids_are_equal_valid_and_fit_their_budgets():
+    path = compare.CONFIGS / "tuning" / "equal_effort.json"
+    grids = json.loads(path.read_text())
+    learners = ("sb3_ppo", "brax_ppo", "shac_exact", "shac_bcg")
+    assert {len(tune.settings(grids[a])) for a in learners} == {6}  # equal effort, >= 4 settings
+    for env_id, budget in grids["budgets"].items():
+        assert tune.declared_budget(path, env_id) == budget
+        base = compare.load_config(env_id, budget.get("config"))
+        for algo in learners:
+            section = compare.config_section(algo)
+            for setting in tune.settings(grids[algo]):
+                cfg = json.loads(json.dumps(base))
+                cfg[section].update(setting)
+                compare.validate_config(cfg, env_id, [algo])
+                compare.check_budgets(cfg, [algo], budget["steps"], budget["evals"])
+
+
+def test_an_explicit_grid_is_its_list_and_a_budget_other_than_declared_is_refused(tmp_path):
+    assert tune.settings([{"a": 1}, {"a": 2, "b": 3}]) == [{"a": 1}, {"a": 2, "b": 3}]
+    with pytest.raises(ValueError, match="list of JSON objects"):
+        tune.settings([1, 2])
+    path = tmp_path / "grids.json"
+    path.write_text(json.dumps({"budgets": {"BoxPush-v0": {"steps": 4096, "evals": 2}}, "shac": [{}]}))
+    with pytest.raises(SystemExit):
+        tune.main(["--env", "BoxPush-v0", "--grids", str(path), "--steps", "8192"])
