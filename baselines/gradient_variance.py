@@ -63,7 +63,6 @@ import numpy as np
 
 from baselines import append_csv
 from bcg_envs.gradients.cost import simulations_per_step
-from bcg_envs.utils import single_cpu_client
 
 ESTIMATORS = ("exact", "bundle", "zeroth", "bcg", "alpha")
 COLORS = {e: f"C{i}" for i, e in enumerate(ESTIMATORS)}
@@ -882,7 +881,6 @@ def main(argv: Optional[List[str]] = None) -> List[dict]:
     if args.quick:
         args.starts, args.horizons, args.reference_samples, args.resamples = 4, [1, 4], 2, 200
         args.estimators = args.estimators or ["exact", "bcg"]
-    single_cpu_client()  # the 2-core batched-kernel deadlock (see bcg_envs.utils.single_cpu_client)
     out_dir = Path(args.out or f"baselines/results/{args.env}")
     n = args.starts or DEFAULT_STARTS[args.env]
     horizons = sorted(set(args.horizons))

@@ -1,7 +1,6 @@
-"""Test set-up: persistent JAX compile cache and the single-CPU client workaround.
-
-Both must happen before JAX creates its CPU client, so they live here, imported first.
-"""
+"""Test set-up: a persistent JAX compile cache inside the checkout (set before JAX starts)
+and shared fixtures. The integration tier is the ``integration`` marker (pyproject.toml
+deselects it unless ``-m integration`` is given)."""
 
 import os
 from pathlib import Path
@@ -12,52 +11,8 @@ os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
 os.environ.setdefault("MUJOCO_GL", "egl")
 os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
 
-from bcg_envs.utils import single_cpu_client  # noqa: E402
-
-single_cpu_client()
-
 
 import pytest  # noqa: E402
-
-
-#: The longest test files (compile-bound), longest first (per-file totals of a fresh-clone
-#: `scripts/test.sh` run: 465, 319, 309, 260, 242, 238, 225, 208, 199, 163, 152 s), so that
-#: `pytest -n 2 --dist loadfile` starts them early on separate workers, not last. The 208 s
-#: was tests/test_mujoco_backend.py, since split into tests/mujoco_backend/: its heaviest
-#: part (test_simulation.py: MJX steps of all three tasks, G1 included) keeps the slot;
-#: test_envs.py and test_jacobians.py close the list (warm-cache totals of the three:
-#: > 35, > 21, > 10 s; fresh-clone totals not measured since the split).
-HEAVY_FIRST = (
-    "tests/gradients/test_differentiable_step.py",
-    "tests/envs/planar_hand/test_hand.py",
-    "tests/gradients/test_branch_rollouts.py",
-    "tests/baselines/test_compare.py",
-    "tests/learners/shac/test_train.py",
-    "tests/physics/test_penalty_contact.py",
-    "tests/baselines/test_gradient_variance.py",
-    "tests/mujoco_backend/test_simulation.py",
-    "tests/envs/g1/test_tracking.py",
-    "tests/envs/box_push/test_push.py",
-    "tests/test_jax_api.py",
-    "tests/mujoco_backend/test_envs.py",
-    "tests/mujoco_backend/test_jacobians.py",
-)
-
-
-def _rank(item) -> int:
-    path = Path(str(item.fspath)).resolve().relative_to(_ROOT).as_posix()
-    return HEAVY_FIRST.index(path) if path in HEAVY_FIRST else len(HEAVY_FIRST)
-
-
-def pytest_collection_modifyitems(config, items):
-    """Heavy files first (stable sort); tests marked ``slow`` run only with BCG_SLOW=1."""
-    items.sort(key=_rank)
-    if os.environ.get("BCG_SLOW") == "1":
-        return
-    skip = pytest.mark.skip(reason="slow check; run with BCG_SLOW=1")
-    for item in items:
-        if "slow" in item.keywords:
-            item.add_marker(skip)
 
 
 class _NoSpaceWarnings:

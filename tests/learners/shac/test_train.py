@@ -30,7 +30,7 @@ from bcg_envs.learners import runs, shac
 #: The BoxPush task settings of ``train_run`` (16 envs x 16 steps, [64, 64] nets, gamma
 #: 0.95, actor lr 2e-3), shared by the BoxPush tests (see module docstring). Exact
 #: gradients: a BCG training program takes minutes more to compile (its batched rule is
-#: tested in tests/gradients/test_differentiable_step.py; SHAC with bcg in the slow
+#: tested in tests/gradients/test_differentiable_step.py; SHAC with bcg in the integration
 #: baseline smoke test).
 BOXPUSH = dict(runs.TASK_DEFAULTS["BoxPush-v0"], estimator="exact", num_eval_envs=16, progress_bar=False)
 ITER_STEPS = BOXPUSH["num_envs"] * BOXPUSH["horizon"]
@@ -95,6 +95,7 @@ class NaNGradient:
 
 
 # ----- tests --------------------------------------------------------------------------------
+@pytest.mark.integration
 def test_boxpush_learns(boxpush, programs):
     history = []
     t0 = time.time()
@@ -118,6 +119,7 @@ def test_boxpush_learns(boxpush, programs):
     assert action.shape == (3, boxpush.action_size) and bool(jnp.all(jnp.abs(action) <= 1.0))
 
 
+@pytest.mark.integration
 def test_resume_matches_uninterrupted(boxpush, programs, tmp_path):
     kw = dict(BOXPUSH, num_timesteps=4 * ITER_STEPS, num_evals=0, seed=3, checkpoint_every=2, program_cache=programs)
     _, full, m_full = shac.train(boxpush, checkpoint_dir=tmp_path / "a", log_dir=tmp_path / "a", **kw)
@@ -144,8 +146,7 @@ _SHARDED_SCRIPT = textwrap.dedent(
     """
     import importlib.util, json, sys
     import jax, numpy as np
-    from bcg_envs.utils import single_cpu_client
-    single_cpu_client()  # as tests/conftest.py does (the batched-kernel deadlock workaround)
+    import bcg_envs  # noqa: F401  (first: the one-thread CPU client)
     from bcg_envs.learners import shac
     assert len(jax.devices()) == 2, jax.devices()
     if sys.argv[1] != "-":  # a test double: its class, by file and name
@@ -204,7 +205,7 @@ def test_two_devices_match_one(point_mass, tmp_path):
     _check_two_devices(point_mass, "PointMass", kw, tmp_path, rtol=1e-4)
 
 
-@pytest.mark.slow  # compiles BoxPush for 2 devices (~5 min cold); runs with BCG_SLOW=1
+@pytest.mark.integration  # compiles BoxPush for 2 devices (~5 min cold); integration tier
 def test_two_devices_match_one_boxpush(boxpush, tmp_path):
     kw = dict(BOXPUSH, num_timesteps=3 * ITER_STEPS, num_evals=0, seed=0)
     _check_two_devices(boxpush, "BoxPush-v0", kw, tmp_path, rtol=2e-3)
@@ -231,6 +232,7 @@ def test_nan_gradients_are_skipped(point_mass, caplog):
     assert "update skipped" in caplog.text
 
 
+@pytest.mark.integration
 def test_train_and_evaluate_run(programs, tmp_path):
     # The CLI entry points: a run folder that evaluate_run reads back.
     out = tmp_path / "run"
