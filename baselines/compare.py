@@ -649,41 +649,67 @@ def summary_table(runs: Dict[str, List[List[Row]]], reference: str = "sb3_ppo") 
     return "\n".join(lines)
 
 
-def plot_curves(runs: Dict[str, List[List[Row]]], path: Path, title: str = "", budget: Optional[int] = None) -> None:
+#: One colour per algorithm, the same in every figure (matplotlib's default cycle, fixed).
+ALGORITHM_COLORS = {"sb3_ppo": "C0", "brax_ppo": "C1", "shac_exact": "C2", "shac_bcg": "C3", "brax_apg": "C4"}
+#: Line styles of the reference policies' levels (``plot_curves``'s ``references``), by name.
+REFERENCE_STYLES = {"do nothing": dict(color="0.35", linestyle=":"), "scripted": dict(color="0.1", linestyle="-.")}
+
+
+def algorithm_color(algo: str) -> str:
+    """The colour of ``algo`` in every figure (grey for a name outside ``ALGORITHM_COLORS``)."""
+    return ALGORITHM_COLORS.get(algo, "0.5")
+
+
+def plot_curves(runs: Dict[str, List[List[Row]]], path: Path, title: str = "", budget: Optional[int] = None,
+                references: Optional[Dict[str, Tuple[float, float]]] = None) -> None:
     """Return against env steps, simulated steps and wall-clock (mean +- std over seeds) and
-    success against env steps; whole runs, with the table's ``budget`` (env steps) dashed."""
+    success against env steps; whole runs, with the table's ``budget`` (env steps) dashed.
+    Each algorithm keeps its ``ALGORITHM_COLORS`` colour; every panel has a legend.
+    ``references``: name -> (return, success rate) of fixed policies on the same evaluation
+    episodes (do nothing, a scripted controller), drawn as horizontal lines (styles from
+    ``REFERENCE_STYLES`` by the name's first words)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import matplotlib.ticker
 
-    fig, axes = plt.subplots(1, 4, figsize=(21, 4))
+    fig, axes = plt.subplots(1, 4, figsize=(21, 4.2))
     for algo, seeds in runs.items():
+        color = algorithm_color(algo)
         for ax, key in zip(axes, ("env_steps", "sim_steps", "wall_clock")):
             if any(np.isnan(row[key]) for r in seeds for row in r):
                 continue  # CSVs from before the simulated-steps axis
             grid = np.linspace(0, min(r[-1][key] for r in seeds), 50)
             curves = np.stack([np.interp(grid, [row[key] for row in r], [row["eval_return"] for row in r]) for r in seeds])
             mean, std = curves.mean(0), curves.std(0)
-            ax.plot(grid, mean, label=algo)
-            ax.fill_between(grid, mean - std, mean + std, alpha=0.2)
+            ax.plot(grid, mean, color=color, label=f"{algo} ({len(seeds)} seed{'s' if len(seeds) > 1 else ''})")
+            ax.fill_between(grid, mean - std, mean + std, color=color, alpha=0.2)
         # Success: the evaluations that recorded it (markers; a line where there are several).
         points = [(row["env_steps"], row["eval_success"]) for r in seeds for row in r if not np.isnan(row["eval_success"])]
         if points:
             steps_, rates = (np.array(v) for v in zip(*sorted(points)))
             uniq = np.unique(steps_)
-            axes[3].plot(uniq, [rates[steps_ == u].mean() for u in uniq], marker="o", label=algo)
+            axes[3].plot(uniq, [rates[steps_ == u].mean() for u in uniq], marker="o", markersize=3, color=color,
+                         label=algo)
+    for name, (ret, success) in (references or {}).items():
+        style = next((s for k, s in REFERENCE_STYLES.items() if name.startswith(k)), dict(color="0.6", linestyle="-"))
+        for ax in axes[:3]:
+            ax.axhline(ret, linewidth=1, label=f"{name} ({ret:.1f})", **style)
+        if not np.isnan(success):
+            axes[3].axhline(success, linewidth=1, label=f"{name} ({100 * success:.0f} %)", **style)
     if budget is not None:
         for ax in (axes[0], axes[3]):
-            ax.axvline(budget, color="grey", linestyle="--", linewidth=1)
+            ax.axvline(budget, color="grey", linestyle="--", linewidth=1, label="budget of the table")
     axes[0].set(xlabel="environment steps", ylabel="evaluation return", title=title)
     axes[1].set(xlabel="simulated control steps (forward + backward)", ylabel="evaluation return")
     axes[2].set(xlabel="wall-clock (s)", ylabel="evaluation return")
     axes[3].set(xlabel="environment steps", ylabel="success rate", ylim=(-0.05, 1.05))
     for ax in (axes[0], axes[1], axes[3]):
         ax.xaxis.set_major_formatter(matplotlib.ticker.EngFormatter())  # 50k, not 50000
-    axes[0].legend()
+    for ax in axes:
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
