@@ -1,21 +1,81 @@
-"""Command line: ``bcg-envs list | demo | train | evaluate | export | gradcheck | bench``."""
+"""Command line: ``bcg-envs list | demo | train | evaluate | export | gradcheck | bench``.
+
+Bad input (a missing run folder, an unknown env id, a budget below 1, ...) ends the
+command with one ``bcg-envs: error: ...`` line on stderr and exit status 2, as argparse's
+own errors, before anything is written.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+import time
 from pathlib import Path
 from typing import Any, Dict, List, Optional
 
+#: The parser's description (``--help``).
+DESCRIPTION = ("Differentiable MuJoCo environments with Bundled Contact Gradients: list the envs, run the demo, "
+               "train, evaluate and export SHAC policies, check and time the gradients.")
+#: Exit status of a command refused for bad input (argparse's).
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """Bad command-line input: ``main`` prints it as one ``bcg-envs: error: ...`` line and
+    exits with status ``EXIT_USAGE``."""
+
+
+def plain_text(text: str) -> str:
+    """``text`` with its reStructuredText literals (a word between double backticks, as
+    docstrings write code) as the plain word, for ``--help``."""
+    return re.sub(r"``(.+?)``", r"\1", text, flags=re.S)
+
 
 class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
-    """Appends ``(default: X)`` to every option's help, except where the default is None."""
+    """Appends ``(default: X)`` to every option's help, except where the default is None;
+    prints docstring text plain (``plain_text``)."""
 
     def _get_help_string(self, action):
         if action.default is None:
             return action.help
         return super()._get_help_string(action)
+
+    def _format_text(self, text):
+        return super()._format_text(plain_text(text))
+
+    def _expand_help(self, action):
+        return plain_text(super()._expand_help(action))
+
+
+def check_env_id(env_id: str, option: str = "--env") -> str:
+    """``env_id`` if registered, else ``UsageError`` naming ``option`` and the registered ids."""
+    from bcg_envs.registry import short_name
+
+    try:
+        short_name(env_id)
+    except ValueError as err:
+        raise UsageError(f"{option}: {err}") from None
+    return env_id
+
+
+def check_positive(value: Optional[int], option: str, what: str) -> None:
+    """``UsageError`` unless ``value`` is None or >= 1."""
+    if value is not None and value < 1:
+        raise UsageError(f"{option} must be a positive integer ({what}), got {value}")
+
+
+def check_run_folder(run: str, option: str = "--run") -> Path:
+    """The finished run folder ``run`` (``config.json`` and ``params.msgpack`` in it), else
+    ``UsageError`` naming ``option``."""
+    path = Path(run)
+    if not path.is_dir():
+        raise UsageError(f"{option} {run}: no such folder (give a run folder written by bcg-envs train)")
+    missing = [name for name in ("config.json", "params.msgpack") if not (path / name).is_file()]
+    if missing:
+        raise UsageError(f"{option} {run}: not a finished run folder ({' and '.join(missing)} missing)")
+    return path
 
 
 def env_table(env_ids: Optional[List[str]] = None) -> str:
@@ -48,9 +108,13 @@ def _cmd_list(args) -> None:
 
 
 def _cmd_demo(args) -> None:
+    check_positive(args.steps, "--steps", "control steps")
+    check_positive(args.boxpush_episodes, "--boxpush-episodes", "episodes")
+    check_positive(args.g1jump_episodes, "--g1jump-episodes", "episodes")
     from bcg_envs import demo
 
-    demo.main(out_dir=args.out, steps=args.steps, seed=args.seed, backend=args.backend)
+    demo.main(out_dir=args.out, steps=args.steps, seed=args.seed, backend=args.backend, sections=args.sections,
+              boxpush_episodes=args.boxpush_episodes, g1jump_episodes=args.g1jump_episodes, video=not args.no_video)
 
 
 #: ``shac.train`` keywords that ``--config``/``--set`` may not give, and the option to use.
@@ -113,12 +177,23 @@ def train_settings(args) -> Dict[str, Any]:
     kwargs: Dict[str, Any] = {}
     env_id, estimator, seed = args.env, args.estimator, args.seed
     steps, out = args.steps, args.out
+    if steps is not None and steps < 1:
+        raise ValueError(f"--steps must be a positive integer (env steps), got {steps}")
+    if args.resume is None:
+        from bcg_envs.registry import short_name
+
+        try:
+            short_name(env_id)
+        except ValueError as err:
+            raise ValueError(f"--env: {err}") from None
     if args.resume is not None:
         from bcg_envs.learners.shac import latest_checkpoint
 
         run = Path(args.resume)
+        if not run.is_dir():
+            raise ValueError(f"--resume {run}: no such folder (give a run folder written by bcg-envs train)")
         if not (run / "config.json").exists():
-            raise ValueError(f"--resume: {run} is not a run folder (no config.json)")
+            raise ValueError(f"--resume {run}: not a run folder (no config.json)")
         if out is not None and Path(out).resolve() != run.resolve():
             raise ValueError(f"--resume continues the run in place; drop --out {out} or make it {run}")
         config = json.loads((run / "config.json").read_text())
@@ -163,24 +238,76 @@ def train_settings(args) -> Dict[str, Any]:
     return dict(env_id=env_id, algo=args.algo, estimator=estimator, steps=steps, seed=seed, out_dir=out, **kwargs)
 
 
+def _duration(seconds: float) -> str:
+    """``"42 s"``, ``"3 min 05 s"`` or ``"1 h 02 min"``."""
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+
+
+def _folder_listing(out: Path) -> str:
+    """The run folder's entries, TensorBoard event files as one item."""
+    names = [p.name + ("/" if p.is_dir() else "") for p in sorted(out.iterdir())]
+    events = [n for n in names if n.startswith("events.out.tfevents")]
+    return ", ".join([n for n in names if n not in events] + (["TensorBoard events"] if events else []))
+
+
+def train_summary(metrics: Dict[str, Any], settings: Dict[str, Any], seconds: float) -> str:
+    """The few lines ``train`` ends with: what ran, the final evaluation, the run folder
+    and the commands that take it further (every metric stays in ``metrics.json``)."""
+    out = Path(settings["out_dir"])
+    lines = [f"done in {_duration(seconds)}: SHAC ({settings['estimator']} gradients) on {settings['env_id']}, "
+             f"{int(metrics.get('num_steps', 0)):,} env steps, seed {settings['seed']}"]
+    if "eval/episode_reward" in metrics:
+        try:
+            episodes = json.loads((out / "config.json").read_text())["learner"]["num_eval_envs"]
+        except (OSError, KeyError, ValueError):
+            episodes = settings.get("num_eval_envs", "?")
+        lines.append(f"final evaluation ({episodes} episodes, deterministic policy): return "
+                     f"{metrics['eval/episode_reward']:.1f}, success {100 * metrics.get('eval/success', 0.0):.0f} %")
+    else:
+        reward = metrics.get("episode_reward")
+        last = f"return of the last training episodes {reward:.1f}" if isinstance(reward, (int, float)) else "no return yet"
+        lines.append(f"no evaluation (num_evals=0); {last}")
+    lines.append(f"run folder: {out.resolve()} ({_folder_listing(out)})")
+    lines.append(f"next: bcg-envs evaluate --run {out}  |  bcg-envs export --run {out}  |  "
+                 f"bcg-envs train --resume {out} --steps N")
+    return "\n".join(lines)
+
+
 def _cmd_train(args) -> None:
     from bcg_envs.learners.runs import train_run
 
     try:
         settings = train_settings(args)
     except (ValueError, TypeError) as err:
-        sys.exit(f"bcg-envs train: error: {err}")
-    env_id = settings.pop("env_id")
-    result = train_run(env_id, **settings)
-    print(json.dumps(result, indent=2, default=str))
+        raise UsageError(str(err)) from None
+    env_id = settings["env_id"]
     out = Path(settings["out_dir"])
-    print(f"\noutputs in {out.resolve()}:")
-    for path in sorted(out.iterdir()):
-        print(f"  {path.name}{'/' if path.is_dir() else ''}")
-    print(f"next: bcg-envs evaluate --run {out}  |  bcg-envs export --run {out}  |  bcg-envs train --resume {out} --steps N")
+    resumed = " (resumed from its newest checkpoint)" if "restore_from" in settings else ""
+    print(f"training SHAC ({settings['estimator']} gradients) on {env_id} for {settings['steps']:,} env steps, "
+          f"seed {settings['seed']}, into {out}{resumed}")
+    print("compiling the training programs (a minute or more on a CPU the first time; the compile cache "
+          "keeps them for the next run) ...", flush=True)
+    start = time.perf_counter()
+    kwargs = {k: v for k, v in settings.items() if k != "env_id"}
+    progress = out / "progress.csv"
+    logged = progress.stat().st_mtime_ns if progress.exists() else None
+    try:
+        result = train_run(env_id, **kwargs)
+    except (ValueError, TypeError) as err:
+        if progress.exists() and progress.stat().st_mtime_ns != logged:
+            raise  # training had started: not an input error, keep the traceback
+        raise UsageError(str(err)) from None
+    print(train_summary(result, settings, time.perf_counter() - start))
 
 
 def _cmd_evaluate(args) -> None:
+    check_run_folder(args.run)
+    check_positive(args.episodes, "--episodes", "full episodes")
     if args.sim == "mujoco":
         from bcg_envs.learners.runs import sim_to_sim_run
 
@@ -192,6 +319,8 @@ def _cmd_evaluate(args) -> None:
 
 
 def _cmd_gradcheck(args) -> None:
+    check_env_id(args.env)
+    check_positive(args.states, "--states", "states to check")
     from bcg_envs.gradcheck import run
 
     ok = run(args.env, states=args.states, seed=args.seed)
@@ -199,6 +328,7 @@ def _cmd_gradcheck(args) -> None:
 
 
 def _cmd_bench(args) -> None:
+    check_env_id(args.env)
     from bcg_envs import bench
 
     if "step" in args.tables:
@@ -215,6 +345,7 @@ def _cmd_bench(args) -> None:
 
 
 def _cmd_export(args) -> None:
+    check_run_folder(args.run)
     from bcg_envs.export import NumpyPolicy, export_policy
 
     out = Path(args.out) if args.out is not None else Path(args.run) / f"policy.{args.format}"
@@ -228,17 +359,27 @@ def _cmd_export(args) -> None:
 def build_parser() -> argparse.ArgumentParser:
     from bcg_envs.gradients.config import ESTIMATORS
 
-    parser = argparse.ArgumentParser(prog="bcg-envs", description=__doc__, formatter_class=_HelpFormatter)
+    parser = argparse.ArgumentParser(prog="bcg-envs", description=DESCRIPTION, formatter_class=_HelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("list", help="registered environment ids with observation/action sizes and control rate")
     p.add_argument("--ids-only", action="store_true", help="print only the ids (builds no env)")
     p.set_defaults(fn=_cmd_list)
 
-    p = sub.add_parser("demo", help="gradient statistics of every estimator on BoxPush (+ plot, video)")
-    p.add_argument("--out", default="demo_out", help="folder for the gradient table, plot and rollout video")
+    p = sub.add_parser("demo", help="the README's demo: gradients of every estimator, shipped BoxPush and G1Jump policies",
+                       description="Three sections and a summary: gradient statistics of every estimator along a "
+                       "scripted BoxPush push (table, plot, video); the shipped SB3 PPO and SHAC exact policies of "
+                       "BoxPush beside the scripted push and doing nothing (plot, side-by-side video); the same "
+                       "for G1Jump beside the reference replay and a frozen pose (plot). About 4 minutes on 2 CPU cores.")
+    p.add_argument("--out", default="demo_out", help="folder for the tables, plots, videos and summary")
+    p.add_argument("--sections", nargs="+", default=["gradients", "boxpush", "g1jump"],
+                   choices=["gradients", "boxpush", "g1jump"], metavar="SECTION",
+                   help="sections to run, of: gradients boxpush g1jump")
     p.add_argument("--steps", type=int, default=100, help="control steps of the scripted push the gradients are taken along")
     p.add_argument("--seed", type=int, default=0, help="seed of the rollout and the estimators' samples")
     p.add_argument("--backend", choices=["mujoco", "mjx"], default="mujoco", help="physics of the gradient table (mjx: one compile per estimator)")
+    p.add_argument("--boxpush-episodes", type=int, default=64, metavar="N", help="BoxPush episodes per policy")
+    p.add_argument("--g1jump-episodes", type=int, default=192, metavar="N", help="G1Jump episodes per policy")
+    p.add_argument("--no-video", action="store_true", help="write no videos (the push rollout, the BoxPush policies)")
     p.set_defaults(fn=_cmd_demo)
 
     p = sub.add_parser("train", help="train a policy (writes a run folder)",
@@ -303,11 +444,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[List[str]] = None) -> None:
+    """Run the command of ``argv`` (default ``sys.argv[1:]``); bad input exits with status 2."""
     args = build_parser().parse_args(argv)
-    from bcg_envs.utils import single_cpu_client
-
-    single_cpu_client()  # avoid the 2-core batched-kernel deadlock (see bcg_envs.utils.single_cpu_client)
-    args.fn(args)
+    try:
+        args.fn(args)
+    except UsageError as err:
+        print(f"bcg-envs: error: {err}", file=sys.stderr)
+        sys.exit(EXIT_USAGE)
 
 
 if __name__ == "__main__":

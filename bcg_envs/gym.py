@@ -12,6 +12,10 @@ Episodes truncate inside the environment after ``episode_length`` steps
 
 from __future__ import annotations
 
+import atexit
+import functools
+import numbers
+import weakref
 from typing import Any, Dict, NamedTuple, Optional, Protocol, Tuple
 
 import gymnasium
@@ -37,6 +41,50 @@ class GradStepResult(NamedTuple):
     truncated: Any
     info: Dict[str, Any]
     jacobians: Jacobians
+
+
+class EnvState(tuple):
+    """What ``GymEnv.get_state`` returns: the tuple ``(qpos, qvel, act)`` (NumPy copies),
+    with the episode step counter (``info["step"]``, control steps since reset) as the
+    attribute ``step``, outside the tuple (as ``os.stat_result`` keeps fields beyond its
+    tuple). Restore both with ``env.set_state(*state, step=state.step)``."""
+
+    def __new__(cls, qpos: np.ndarray, qvel: np.ndarray, act: np.ndarray, step: int) -> "EnvState":
+        self = super().__new__(cls, (qpos, qvel, act))
+        self.step = int(step)
+        return self
+
+    def __getnewargs__(self):
+        return (*self, self.step)
+
+    @property
+    def qpos(self) -> np.ndarray:
+        return self[0]
+
+    @property
+    def qvel(self) -> np.ndarray:
+        return self[1]
+
+    @property
+    def act(self) -> np.ndarray:
+        return self[2]
+
+    def __repr__(self) -> str:
+        return f"EnvState(qpos={self[0]!r}, qvel={self[1]!r}, act={self[2]!r}, step={self.step})"
+
+
+def check_step_count(step: Any) -> int:
+    """``set_state``'s ``step``: a non-negative integer (not a bool), returned as int."""
+    if isinstance(step, (bool, np.bool_)) or not isinstance(step, numbers.Integral) or not 0 <= int(step) < 2**31 - 1:
+        raise ValueError(f"step must be a non-negative integer (the episode step counter, info['step']), got {step!r}")
+    return int(step)
+
+
+def _close_renderer(ref: "weakref.ref") -> None:
+    """Close the renderer behind ``ref`` if it is still alive."""
+    renderer = ref()
+    if renderer is not None:
+        renderer.close()
 
 
 def render_state(renderer, jax_env, state, info) -> np.ndarray:
@@ -114,7 +162,7 @@ class Simulation(Protocol):
     def step(self, action: np.ndarray) -> StepOutputs: ...
     def grad_step(self, action: np.ndarray, estimator: str, bundle: Optional[BundleConfig]) -> tuple: ...
     def get_state(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]: ...
-    def set_state(self, qpos: np.ndarray, qvel: np.ndarray, act: Optional[np.ndarray]) -> None: ...
+    def set_state(self, qpos: np.ndarray, qvel: np.ndarray, act: Optional[np.ndarray], step: Optional[int]) -> None: ...
     def task_info(self) -> Optional[Dict[str, Any]]: ...
     def close(self) -> None: ...
 
@@ -219,17 +267,24 @@ class GymEnv(gymnasium.Env):
         action = check_action(action, self.action_space.shape)
         return GradStepResult(*self.simulation.grad_step(action, estimator, bundle))
 
-    def get_state(self):
-        """(qpos, qvel, act) as NumPy arrays (copies)."""
+    def get_state(self) -> EnvState:
+        """``(qpos, qvel, act)`` as NumPy arrays (copies); the result's ``step`` attribute
+        is the episode step counter, which ``set_state(*state, step=state.step)`` restores."""
         self._require_reset()
-        return self.simulation.get_state()
+        return EnvState(*self.simulation.get_state(), step=int(self.simulation.task_info()["step"]))
 
-    def set_state(self, qpos, qvel, act=None) -> None:
-        """Set the simulator state; the episode's task info (goal, step count) is kept."""
+    def set_state(self, qpos, qvel, act=None, *, step: Optional[int] = None) -> None:
+        """Set the simulator state within the current episode: the task info (goal, ...)
+        is kept. ``step`` sets the episode step counter (``info["step"]``, which
+        truncates the episode at ``episode_length``); ``None`` keeps the current count.
+        Give ``step`` when going back to an earlier state, e.g. before each of several
+        ``grad_step`` calls from one state, so that the episode counts one step, not one
+        per call."""
         self._require_reset()
         m = self.model
         qpos, qvel = _check_vector(qpos, m.nq, "qpos"), _check_vector(qvel, m.nv, "qvel")
-        self.simulation.set_state(qpos, qvel, None if act is None else _check_vector(act, m.na, "act"))
+        act = None if act is None else _check_vector(act, m.na, "act")
+        self.simulation.set_state(qpos, qvel, act, None if step is None else check_step_count(step))
 
     def task_info(self) -> Dict[str, Any]:
         """The episode's task info (goal, target, clip phase, step count, ...), as the
@@ -245,10 +300,16 @@ class GymEnv(gymnasium.Env):
 
         if self._renderer is None:
             self._renderer = mujoco.Renderer(self.model, *self._size)
+            # Registered after the renderer's GL context (and MuJoCo's own exit hook that
+            # terminates the EGL display), so it runs before that hook: a script that never
+            # closes the env ends without ``Renderer.__del__`` errors at shutdown.
+            self._close_at_exit = functools.partial(_close_renderer, weakref.ref(self._renderer))
+            atexit.register(self._close_at_exit)
         return render_state(self._renderer, self.jax_env, self.get_state(), self.simulation.task_info())
 
     def close(self):
         if self._renderer is not None:
+            atexit.unregister(self._close_at_exit)
             self._renderer.close()
             self._renderer = None
         self.simulation.close()

@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bcg_envs.cpu_runtime import wait_ready
 from bcg_envs.envs.base import OBS_BOUND, Jacobians, MjxEnv
 from bcg_envs.gradients.config import BundleConfig
 
@@ -123,24 +124,30 @@ class MjxSimulation:
 
     def reset(self, rng: np.random.Generator) -> Tuple[np.ndarray, Dict[str, Any]]:
         key = jax.random.PRNGKey(int(rng.integers(0, 2**31 - 1)))
-        self.state = self._fns.reset(key)
+        self.state = wait_ready(self._fns.reset(key))
         return clipped_observation(self.state.obs), scalar_info(numpy_info(self.state))
 
     def step(self, action: np.ndarray):
-        self.state = self._fns.step(self.state, action)
+        self.state = wait_ready(self._fns.step(self.state, action))
         return self._outputs()
 
     def grad_step(self, action: np.ndarray, estimator: str, bundle: Optional[BundleConfig]):
-        self.state, jac = self._fns.grad_step(estimator, bundle)(self.state, action)
+        self.state, jac = wait_ready(self._fns.grad_step(estimator, bundle)(self.state, action))
         return (*self._outputs(), _jacobians_numpy(jac))
 
     def get_state(self):
         d = self.state.data
-        return np.asarray(d.qpos), np.asarray(d.qvel), np.asarray(d.act)
+        return np.array(d.qpos), np.array(d.qvel), np.array(d.act)
 
-    def set_state(self, qpos: np.ndarray, qvel: np.ndarray, act: Optional[np.ndarray]) -> None:
+    def set_state(self, qpos: np.ndarray, qvel: np.ndarray, act: Optional[np.ndarray], step: Optional[int] = None) -> None:
+        """A fresh state at (qpos, qvel, act) with the episode's task info; ``step``
+        (None: kept) sets the episode step counter and ``truncated`` with it."""
         old = self.state
         task_info = {k: v for k, v in old.info.items() if k != "rng"}
+        if step is not None:
+            # int32/bool scalars as the state holds them: state_from does not compile again.
+            task_info["step"] = np.int32(step)
+            task_info["truncated"] = np.bool_(step >= self.jax_env.episode_length)
         self.state = self._fns.state_from(qpos, qvel, act, task_info, old.info["rng"])
 
     def task_info(self) -> Optional[Dict[str, Any]]:
@@ -174,15 +181,15 @@ class MjxBatchSimulation:
     def reset(self, rng: np.random.Generator):
         base = int(rng.integers(0, 2**31 - 1))
         keys = jax.random.split(jax.random.PRNGKey(base), self.num_envs)
-        self.state = self._fns.reset(keys)
+        self.state = wait_ready(self._fns.reset(keys))
         return clipped_observation(self.state.obs), numpy_info(self.state)
 
     def step(self, actions: np.ndarray):
-        ended_state, self.state = self._fns.step(self.state, actions)
+        ended_state, self.state = wait_ready(self._fns.step(self.state, actions))
         return self._outputs(ended_state)
 
     def grad_step(self, actions: np.ndarray, estimator: str, bundle: Optional[BundleConfig]):
-        ended_state, self.state, jac = self._fns.grad_step(estimator, bundle)(self.state, actions)
+        ended_state, self.state, jac = wait_ready(self._fns.grad_step(estimator, bundle)(self.state, actions))
         return (*self._outputs(ended_state), _jacobians_numpy(jac))
 
     def close(self) -> None:

@@ -1,6 +1,8 @@
-"""Command line: help texts and defaults, train's --config/--set/--resume parsing, list, export."""
+"""Command line: help texts and defaults, train's --config/--set/--resume parsing, one-line
+errors, the train summary, list, export."""
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -68,9 +70,6 @@ def test_train_settings_errors(tmp_path):
         cli.train_settings(_train_args("--out", "x", "--config", str(bad)))
     with pytest.raises(ValueError, match="not a run folder"):
         cli.train_settings(_train_args("--resume", str(tmp_path)))
-    with pytest.raises(SystemExit, match="unknown shac.train keyword"):
-        cli.main(["train", "--out", str(tmp_path / "r"), "--set", "nope=1"])
-    assert not (tmp_path / "r").exists()
 
 
 def test_resume_takes_the_runs_own_settings(tmp_path):
@@ -124,7 +123,7 @@ def test_export_command(tmp_path, capsys):
     assert NumpyPolicy.load(run / "policy.npz")(np.zeros(5)).shape == (2,)
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_train_resume_export_end_to_end(tmp_path, capsys):
     """A tiny SHAC run from --config/--set, resumed with a larger budget, then exported."""
     import jax
@@ -140,7 +139,8 @@ def test_train_resume_export_end_to_end(tmp_path, capsys):
     cli.main(["train", "--out", str(run), "--estimator", "exact", "--steps", "32", "--config", str(cfg),
               "--set", "critic_iterations=2"])
     out = capsys.readouterr().out
-    assert f"outputs in {run.resolve()}" in out and "params.msgpack" in out and "checkpoints/" in out
+    assert f"run folder: {run.resolve()}" in out and "params.msgpack" in out and "checkpoints/" in out
+    assert "final evaluation" not in out and "no evaluation (num_evals=0)" in out
     cli.main(["train", "--resume", str(run), "--steps", "64"])
     capsys.readouterr()
     assert sorted(p.name for p in (run / "checkpoints").iterdir()) == ["shac_00000001.msgpack", "shac_00000002.msgpack"]
@@ -153,3 +153,99 @@ def test_train_resume_export_end_to_end(tmp_path, capsys):
     obs = np.random.default_rng(0).normal(size=(1000, config["observation_size"])).astype(np.float32)
     expected = np.asarray(jax.jit(make_policy(params, deterministic=True))(jnp.asarray(obs), jax.random.PRNGKey(0))[0])
     np.testing.assert_allclose(NumpyPolicy.load(tmp_path / "p.npz")(obs), expected, atol=1e-5, rtol=0)
+
+
+def test_help_texts_have_no_rst_literals():
+    parser, subs = _subparsers()
+    for text in [parser.format_help(), *(p.format_help() for p in subs.values())]:
+        assert "``" not in text
+    assert cli.plain_text("run ``bcg-envs list`` or\n``x``") == "run bcg-envs list or\nx"
+
+
+def _error_line(capsys, argv):
+    """Run ``bcg-envs argv``; return its stderr after checking the exit status 2 and one line."""
+    with pytest.raises(SystemExit) as exc:
+        cli.main(argv)
+    assert exc.value.code == cli.EXIT_USAGE
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("bcg-envs: error: "), captured.err
+    return lines[0]
+
+
+@pytest.mark.parametrize("argv, match", [
+    (["train", "--steps", "0"], "--steps must be a positive integer (env steps), got 0"),
+    (["train", "--env", "NoSuchEnv-v0"], "--env: unknown env id 'NoSuchEnv-v0'"),
+    (["train", "--set", "nope=1"], "unknown shac.train keyword 'nope'"),
+    (["train", "--set", "num_envs=0", "--steps", "8"], "num_envs, horizon and num_timesteps must be >= 1"),
+])
+def test_train_input_errors_are_one_line_and_leave_no_run_folder(tmp_path, capsys, argv, match):
+    run = tmp_path / "run"
+    assert match in _error_line(capsys, [*argv, "--out", str(run)])
+    assert not run.exists()
+
+
+def test_missing_run_folders_are_one_line_errors(tmp_path, capsys):
+    missing = str(tmp_path / "missing")
+    for argv in (["evaluate", "--run", missing], ["export", "--run", missing], ["train", "--resume", missing]):
+        assert f"{missing}: no such folder" in _error_line(capsys, argv)
+    (tmp_path / "half").mkdir()
+    (tmp_path / "half" / "config.json").write_text("{}")
+    assert "params.msgpack missing" in _error_line(capsys, ["evaluate", "--run", str(tmp_path / "half")])
+    assert "unknown env id" in _error_line(capsys, ["gradcheck", "--env", "Nope-v0"])
+    assert "--boxpush-episodes must be a positive integer" in _error_line(
+        capsys, ["demo", "--boxpush-episodes", "0", "--out", str(tmp_path / "demo")])
+    assert not (tmp_path / "demo").exists()
+
+
+def test_train_prints_compiling_first_and_ends_with_a_summary(tmp_path, capsys, monkeypatch):
+    """``train`` with a stand-in for ``train_run``: the "compiling" line comes before the
+    learner starts, and a few summary lines replace the JSON dump (kept in metrics.json)."""
+    from bcg_envs.learners import runs
+
+    run = tmp_path / "run"
+    seen = {}
+
+    def fake_train_run(env_id, *, out_dir, **settings):
+        seen["before"] = capsys.readouterr().out
+        out = Path(out_dir)
+        (out / "checkpoints").mkdir(parents=True)
+        (out / "config.json").write_text(json.dumps({"learner": {"num_eval_envs": 16}}))
+        (out / "events.out.tfevents.123.host").write_text("")
+        metrics = {"num_steps": 2048, "eval/episode_reward": 412.345, "eval/success": 0.3125, "actor_loss": 1.0}
+        (out / "metrics.json").write_text(json.dumps(metrics))
+        return metrics
+
+    monkeypatch.setattr(runs, "train_run", fake_train_run)
+    cli.main(["train", "--out", str(run), "--steps", "2048", "--estimator", "exact"])
+    assert "compiling" in seen["before"]
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 4 and "{" not in "".join(out)
+    assert out[0].startswith("done in ") and "SHAC (exact gradients) on BoxPush-v0, 2,048 env steps, seed 0" in out[0]
+    assert out[1] == "final evaluation (16 episodes, deterministic policy): return 412.3, success 31 %"
+    assert out[2] == (f"run folder: {run.resolve()} (checkpoints/, config.json, metrics.json, TensorBoard events)")
+    assert out[3].startswith(f"next: bcg-envs evaluate --run {run}")
+
+
+def test_filelock_is_a_dependency():
+    """JAX's persistent compile cache, which bcg_envs turns on, needs filelock."""
+    tomllib = pytest.importorskip("tomllib")
+    pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+    deps = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
+    assert any(d.split(">")[0].split("=")[0].strip() == "filelock" for d in deps)
+    from jax._src import lru_cache
+
+    assert lru_cache.filelock is not None
+
+
+def test_train_run_checks_its_inputs_before_creating_the_run_folder(tmp_path):
+    from bcg_envs.learners.runs import train_run
+
+    run = tmp_path / "run"
+    with pytest.raises(ValueError, match="unknown env id 'Nope-v0'"):
+        train_run("Nope-v0", steps=8, out_dir=run)
+    with pytest.raises(ValueError, match="steps must be a positive integer"):
+        train_run("BoxPush-v0", steps=0, out_dir=run)
+    with pytest.raises(TypeError, match=r"unknown learner keyword\(s\) \['horizn'\]"):
+        train_run("BoxPush-v0", steps=8, out_dir=run, horizn=4)
+    assert not run.exists()

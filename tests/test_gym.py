@@ -1,5 +1,6 @@
 """bcg_envs/gym.py: the Gymnasium vector env over MJX (``gym.make_vec``): spaces, same-step
-autoreset, batched grad_step, and the input checks. The MuJoCo C backend's are in
+autoreset, batched grad_step, and the input checks; on both backends, ``get_state``/``set_state``
+with the episode step counter. The MuJoCo C backend's vector env is in
 ``tests/mujoco_backend/test_envs.py``."""
 
 import gymnasium as gym
@@ -91,3 +92,48 @@ def test_step_before_reset_and_bad_num_envs():
         GymVectorEnv("BoxPush-v0", 0)
     with pytest.raises(ValueError, match="backend must be one of"):
         GymVectorEnv("BoxPush-v0", 2, backend="warp")
+
+
+@pytest.mark.parametrize("backend, estimators", [("mujoco", ("exact", "bundle", "zeroth", "bcg", "alpha")),
+                                                 ("mjx", ("exact", "zeroth"))])
+def test_restored_state_counts_one_episode_step_per_step_not_per_call(backend, estimators):
+    """``get_state`` carries the episode step counter and ``set_state(..., step=...)``
+    restores it: ``grad_step`` with several estimators from one restored state advances
+    ``info["step"]`` by one per restored step, not by the number of calls."""
+    from bcg_envs.gym import EnvState
+
+    env = gym.make("bcg_envs/BoxPush-v0", backend=backend)
+    sim = env.unwrapped
+    env.reset(seed=3)
+    for _ in range(2):
+        env.step(np.zeros(2, np.float32))
+    for expected in (3, 4, 5):
+        state = sim.get_state()
+        assert isinstance(state, EnvState) and len(state) == 3 and state.step == expected - 1
+        qpos, qvel, act = state  # the (qpos, qvel, act) contract
+        assert qpos.shape == (sim.model.nq,) and act.shape == (sim.model.na,)
+        for estimator in estimators:
+            sim.set_state(*state, step=state.step)
+            out = sim.grad_step(np.array([0.5, -0.2], np.float32), estimator=estimator)
+            assert out.info["step"] == expected and not out.truncated
+    assert int(sim.task_info()["step"]) == 5
+    sim.set_state(qpos, qvel)  # without step: the count is kept
+    assert sim.get_state().step == 5
+    sim.set_state(qpos, qvel, step=sim.jax_env.episode_length - 1)
+    assert env.step(np.zeros(2, np.float32))[3]  # the episode's last step truncates
+    with pytest.raises(ValueError, match="step must be a non-negative integer"):
+        sim.set_state(qpos, qvel, step=-1)
+    with pytest.raises(ValueError, match="step must be a non-negative integer"):
+        sim.set_state(qpos, qvel, step=2.5)
+    env.close()
+
+
+def test_env_state_is_a_three_tuple_with_the_step():
+    import pickle
+
+    from bcg_envs.gym import EnvState
+
+    s = EnvState(np.zeros(2), np.ones(2), np.zeros(0), step=7)
+    assert tuple(s)[1] is s.qvel and s.step == 7 and "step=7" in repr(s)
+    copy = pickle.loads(pickle.dumps(s))
+    assert isinstance(copy, EnvState) and copy.step == 7 and np.array_equal(copy.qvel, s.qvel)

@@ -22,7 +22,7 @@ LEARNER_SUFFIX = {"sb3_ppo": "", "shac_exact": ".shac_exact"}
 def trained_policy(env_id: str, learner: str = "sb3_ppo") -> NumpyPolicy:
     """The shipped closed-loop policy of ``env_id`` trained by ``learner`` (``"sb3_ppo"`` or
     ``"shac_exact"``; the env's default observation and action mode as trained):
-    ``observation -> action`` in NumPy. How each was trained and exported is in the README;
+    ``observation -> action`` in NumPy. How each was trained and exported is in docs/environments.md;
     ``FileNotFoundError`` names the ids that have one."""
     if learner not in LEARNER_SUFFIX:
         raise ValueError(f"learner must be one of {sorted(LEARNER_SUFFIX)}, got {learner!r}")

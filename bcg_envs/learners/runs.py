@@ -92,25 +92,33 @@ def train_run(
     ``kwargs`` go to the learner (``shac.train``: ``num_envs``, ``horizon``, ``actor_lr``,
     ``restore_from``, ...) over ``TASK_DEFAULTS[env_id]``. By default checkpoints go to
     ``out_dir/checkpoints`` and the log to ``out_dir``. Returns the final metrics (also
-    written to ``metrics.json``).
+    written to ``metrics.json``). Bad arguments (``ValueError``/``TypeError``) are refused
+    before ``out_dir`` is created; a folder created here that the learner then refuses
+    (before it wrote anything but ``config.json``) is removed again.
     """
+    # Every input is checked, and the env built, before the run folder is created.
     if algo not in ALGOS:
         raise ValueError(f"algo must be one of {ALGOS}, got {algo!r}")
-    if steps is None or int(steps) < 1:
-        raise ValueError(f"steps must be a positive integer, got {steps!r}")
+    if steps is None or isinstance(steps, bool) or int(steps) < 1:
+        raise ValueError(f"steps must be a positive integer (env steps), got {steps!r}")
     from bcg_envs.gradients.config import check_estimator
-    from bcg_envs.registry import short_name
 
     check_estimator(estimator)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    kwargs = {**TASK_DEFAULTS.get(short_name(env_id), {}), **kwargs}
+    name = short_name(env_id)  # ValueError naming the registered ids
+    accepted = set(_defaults(shac.train)) - {"num_timesteps", "total_steps", "estimator", "seed"}
+    unknown = sorted(set(kwargs) - accepted)
+    if unknown:
+        raise TypeError(f"unknown learner keyword(s) {unknown}: give shac.train keywords, {sorted(accepted)}")
+    kwargs = {**TASK_DEFAULTS.get(name, {}), **kwargs}
     env = shac.make_env(env_id, kwargs.get("bundle"))
+    out = Path(out_dir)
+    created = not out.exists()
+    out.mkdir(parents=True, exist_ok=True)
     kwargs.setdefault("log_dir", out)
     kwargs.setdefault("checkpoint_dir", out / "checkpoints")
     settings = {**_defaults(shac.train), **kwargs, "estimator": estimator, "seed": int(seed)}
     config = {
-        "env_id": short_name(env_id),
+        "env_id": name,
         "algo": algo,
         "estimator": estimator,
         "steps": int(steps),
@@ -122,7 +130,15 @@ def train_run(
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
     (out / "config.json").write_text(json.dumps(config, indent=2))
-    _, params, metrics = shac.train(env, num_timesteps=int(steps), estimator=estimator, seed=int(seed), **kwargs)
+    try:
+        _, params, metrics = shac.train(env, num_timesteps=int(steps), estimator=estimator, seed=int(seed), **kwargs)
+    except BaseException:
+        # A learner setting it refused (or an interrupt during its compile) leaves no run:
+        # remove the folder made here if it holds only config.json.
+        if created and [p.name for p in out.iterdir()] == ["config.json"]:
+            (out / "config.json").unlink()
+            out.rmdir()
+        raise
     (out / "params.msgpack").write_bytes(flax.serialization.msgpack_serialize(_to_numpy(params)))
     metrics = {k: _jsonable(v) for k, v in metrics.items()}
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2))

@@ -60,9 +60,13 @@ class MujocoSimulation:
     def get_state(self):
         return self.core.get_state()
 
-    def set_state(self, qpos: np.ndarray, qvel: np.ndarray, act: Optional[np.ndarray]) -> None:
+    def set_state(self, qpos: np.ndarray, qvel: np.ndarray, act: Optional[np.ndarray], step: Optional[int] = None) -> None:
+        """Fresh data at (qpos, qvel, act) with the episode's task info; ``step`` (None:
+        kept) sets the episode step counter."""
         core = self.core
         core.load(qpos, qvel, act, core.info)
+        if step is not None:
+            core.set_step(step)
         core.reset_outputs()
 
     def task_info(self):

@@ -332,6 +332,11 @@ class EnvCore:
         d = self.d
         return d.qpos.copy(), d.qvel.copy(), d.act.copy()
 
+    def set_step(self, step: int) -> None:
+        """Set the episode step counter (control steps since reset) and ``truncated`` with it."""
+        self.info["step"] = int(step)
+        self.info["truncated"] = bool(step >= self.s.episode_length)
+
     def info_dict(self) -> Dict[str, Any]:
         """A fresh info dict (arrays copied: callers may keep or modify it)."""
         out = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in self.info.items()}

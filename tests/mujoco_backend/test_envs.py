@@ -162,3 +162,20 @@ def test_is_success_agrees_between_backends(name):
         assert float(m.simulation.state.metrics["is_success"]) == float(expected)
     c.close()
     m.close()
+
+
+def test_a_script_that_never_closes_its_rendering_env_exits_cleanly():
+    """The renderer is closed at interpreter exit while the GL library is still loaded, so
+    a script that renders and never calls ``close`` ends without ``Renderer.__del__`` errors."""
+    import subprocess
+    import sys
+
+    script = (
+        "import gymnasium as gym, bcg_envs\n"
+        "env = gym.make('bcg_envs/BoxPush-v0', backend='mujoco', render_mode='rgb_array', width=64, height=48)\n"
+        "env.reset(seed=0)\n"
+        "assert env.render().shape == (48, 64, 3)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "Exception ignored" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
