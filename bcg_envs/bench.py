@@ -284,3 +284,75 @@ def report(results: Dict[str, float]) -> str:
 if __name__ == "__main__":
     print(report(run()))
     print(report_rollout_gradients(rollout_gradients(), "BoxPush-v0", 16, 32))
+
+
+_THREAD_PROBE = """
+import json, sys, time
+import numpy as np, gymnasium as gym, bcg_envs
+
+env_id, num_envs, repeats = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+
+def rate(fn, n):
+    fn()  # compile (or load) first
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return n / (time.perf_counter() - t0)
+
+vec = gym.make_vec(f"bcg_envs/{env_id}", num_envs=num_envs)
+vec.reset(seed=0)
+a = np.zeros(vec.action_space.shape, np.float32)
+one = gym.make(f"bcg_envs/{env_id}")
+one.reset(seed=0)
+a1 = np.zeros(one.action_space.shape, np.float32)
+print(json.dumps({
+    "step, one env": rate(lambda: one.step(a1), 10 * repeats),
+    "grad_step exact, one env": rate(lambda: one.unwrapped.grad_step(a1, estimator="exact"), repeats),
+    f"step, {num_envs} envs": num_envs * rate(lambda: vec.step(a), 5 * repeats),
+    f"grad_step exact, {num_envs} envs": num_envs * rate(lambda: vec.grad_step(a, estimator="exact"), repeats),
+    f"grad_step bcg, {num_envs} envs": num_envs * rate(lambda: vec.grad_step(a, estimator="bcg"), repeats),
+}))
+"""
+
+
+def cpu_threads(env_id: str = "BoxPush-v0", num_envs: int = 64, repeats: int = 20, rounds: int = 2,
+                timeout: float = 1800.0) -> Dict[str, Dict[str, List[float]]]:
+    """Env-steps/s of the Gymnasium envs (MJX backend) under ``BCG_ENVS_CPU_THREADS=1``
+    (one intra-op thread, the default) and ``auto`` (XLA's pool), each in fresh processes,
+    the two settings alternating for ``rounds`` rounds. Returns ``{setting: {measure:
+    [rate per round]}}``; a round of ``auto`` that did not finish within ``timeout`` s (the
+    deadlock this default avoids) is recorded as an empty dict under ``"auto hung"``."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    out: Dict[str, Dict[str, List[float]]] = {"1": {}, "auto": {}}
+    for _ in range(rounds):
+        for setting in ("1", "auto"):
+            env = dict(os.environ, BCG_ENVS_CPU_THREADS=setting)
+            try:
+                done = subprocess.run([sys.executable, "-c", _THREAD_PROBE, env_id, str(num_envs), str(repeats)],
+                                      capture_output=True, text=True, env=env, timeout=timeout, check=True)
+            except subprocess.TimeoutExpired:
+                out.setdefault(f"{setting} hung", {})
+                continue
+            for key, value in json.loads(done.stdout.strip().splitlines()[-1]).items():
+                out[setting].setdefault(key, []).append(value)
+    return out
+
+
+def report_cpu_threads(results: Dict[str, Dict[str, List[float]]], env_id: str) -> str:
+    """Markdown table: median env-steps/s per setting and their ratio (one intra-op thread
+    over XLA's pool; above 1 means the default is faster)."""
+    lines = [f"{env_id}, MJX backend: env-steps/s (median of {len(next(iter(results['1'].values()), []))} "
+             "fresh processes per setting, alternating)", "",
+             "| measure | one thread (default) | XLA pool (`auto`) | default / auto |", "|---|---|---|---|"]
+    for key, ones in results["1"].items():
+        autos = results["auto"].get(key, [])
+        one, auto = float(np.median(ones)), float(np.median(autos)) if autos else float("nan")
+        lines.append(f"| {key} | {one:,.0f} | {auto:,.0f} | {one / auto:.2f} |")
+    hung = [k for k in results if k.endswith("hung")]
+    if hung:
+        lines.append(f"\nRounds that did not finish (hang): {', '.join(hung)}.")
+    return "\n".join(lines)

@@ -249,3 +249,12 @@ def test_train_run_checks_its_inputs_before_creating_the_run_folder(tmp_path):
     with pytest.raises(TypeError, match=r"unknown learner keyword\(s\) \['horizn'\]"):
         train_run("BoxPush-v0", steps=8, out_dir=run, horizn=4)
     assert not run.exists()
+
+
+def test_threads_table_reports_both_settings_and_their_ratio():
+    from bcg_envs import bench
+
+    text = bench.report_cpu_threads({"1": {"step, 64 envs": [200.0, 100.0]},
+                                     "auto": {"step, 64 envs": [100.0, 50.0]}, "auto hung": {}}, "BoxPush-v0")
+    assert "| step, 64 envs | 150 | 75 | 2.00 |" in text
+    assert "auto hung" in text

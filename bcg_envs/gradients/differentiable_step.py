@@ -211,7 +211,9 @@ class DifferentiableStep:
         if self.estimator == "zeroth":
             return estimators.zeroth_order_bundle(f, dx, du, self._sigma())
         if self.estimator == "alpha":
-            return estimators.alpha_order_bundle(f, dx, du, self._sigma(), tolerance=self.config.alpha_tolerance)
+            return estimators.alpha_order_bundle(
+                f, dx, du, self._sigma(), tolerance=self.config.alpha_tolerance, bound=self.config.alpha_bound
+            )
         return _drop_mean(estimators.first_order_bundle(f, dx, du))
 
     def _exact_jacobians(self, data0, action, key, contact, next_data):

@@ -11,8 +11,8 @@ the next state from the nominal next state. Each returns ``(A, B, stats)`` with
 * ``alpha_order_bundle``: AoBG (Suh et al. 2022), ``alpha * first + (1 - alpha) * zeroth``
   with ``alpha`` the inverse-variance weight ``s0 / (s0 + s1)`` of the first-order mean
   (variance ``s1``) and the least-squares fit (variance ``s0``), shrunk by the paper's
-  robustness check ``alpha * |first - zeroth|_F + eps <= tolerance``
-  (``alpha_order_combine``).
+  robustness check ``alpha * |first - zeroth|_F + eps <= gamma``, by default with
+  ``gamma = tolerance * |zeroth|_F`` (``alpha_order_combine``).
 
 Perturbation offsets are constants (no gradient flows through sampling), and branches
 that produce non-finite values are dropped and counted, as in the BCG reimplementation.
@@ -25,6 +25,8 @@ from typing import Callable, Dict, Tuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+
+from bcg_envs.gradients.config import ALPHA_BOUNDS, ALPHA_TOLERANCE
 
 Transition = Callable[[jnp.ndarray, jnp.ndarray], jnp.ndarray]
 Sampler = Callable[[jax.Array], Tuple[jnp.ndarray, jnp.ndarray]]
@@ -191,7 +193,7 @@ def zeroth_order_fit(w, dy, valid, sigma):
     return coef.T, s0
 
 
-def alpha_order_combine(first_i, valid, w, dy, sigma, tolerance: float = 1.0):
+def alpha_order_combine(first_i, valid, w, dy, sigma, tolerance: float = ALPHA_TOLERANCE, bound: str = "relative"):
     """AoBG's ``(AB, alpha)``: ``AB = alpha * first + (1 - alpha) * zeroth`` (nx, p).
 
     Suh, Simchowitz, Zhang, Tedrake (2022), "Do Differentiable Simulators Give Better
@@ -201,16 +203,29 @@ def alpha_order_combine(first_i, valid, w, dy, sigma, tolerance: float = 1.0):
       variance ``s1`` (``first_order_moments``); ``zeroth``: least-squares fit of the
       forward differences ``dy`` (n, nx) to the offsets ``w`` (n, p), total variance
       ``s0`` (``zeroth_order_fit``, the variance of the estimate actually mixed).
+    * Round-off floor: a variance below ``finfo(dtype).eps * |zeroth|_F^2`` (an RMS error
+      under 1.5e-8 of the Jacobian's size in float64, 3.5e-4 in float32) counts as 0.
+      Where the step is affine over the sampling region both variances are round-off
+      (~1e-22 |zeroth|^2 measured on BoxPush's MuJoCo C backend) and their ratio,
+      noise, would decide alpha; with the floor both are 0 and ``alpha* = 1``.
     * ``alpha* = s0 / (s0 + s1)``, the inverse-variance weight (1 when both are 0).
     * Robustness: the zeroth-order estimate is unbiased for the smoothed Jacobian, the
       first-order mean is not across a discontinuity (or a stiff region it does not
       resolve). With ``eps = 1.96 sqrt(s0)``, the half-width of a 95 % normal confidence
       interval of the zeroth-order estimate (exact for one entry, conservative for the
-      Frobenius norm of several), and ``gap = |first - zeroth|_F``, ``alpha`` is the
-      largest value in ``[0, alpha*]`` with ``alpha * gap + eps <= tolerance`` (gamma),
-      which bounds the distance of the result to the smoothed Jacobian by gamma with
-      ~95 % confidence: ``alpha = min(alpha*, (gamma - eps) / gap)``. Where
+      Frobenius norm of several; kept so, since the entries' errors are correlated, all
+      coming from the same branches' residuals), and ``gap = |first - zeroth|_F``,
+      ``alpha`` is the largest value in ``[0, alpha*]`` with ``alpha * gap + eps <=
+      gamma``, which bounds the distance of the result to the smoothed Jacobian by gamma
+      with ~95 % confidence: ``alpha = min(alpha*, (gamma - eps) / gap)``. Where
       ``eps > gamma`` no ``alpha`` satisfies it and ``alpha = 0`` (zeroth order alone).
+    * The bound gamma: ``bound="relative"`` (default) ``gamma = tolerance * |zeroth|_F``,
+      a fraction of the smoothed Jacobian's size, so one ``tolerance`` fits Jacobians of
+      norm ~1 (free motion) and ~1e4 (stiff contact) alike; a discontinuity whose bias
+      ``gap`` is the whole Jacobian gets ``alpha <= tolerance``. It scales by the
+      unbiased ``zeroth``, not by ``first``: a first-order mean made large by its own
+      bias would widen its own allowance. ``bound="absolute"``: ``gamma = tolerance``
+      (the paper's form, in the units of ``[A B]``).
     * With ``n <= p`` valid rows ``s0 = eps = inf``: the check cannot vouch for the
       first-order mean, so ``alpha = 0`` too (the minimum-norm fit, what ``zeroth``
       returns there); all rows dropped gives ``AB = 0``, ``alpha = 0``.
@@ -219,36 +234,48 @@ def alpha_order_combine(first_i, valid, w, dy, sigma, tolerance: float = 1.0):
     non-finite reaches ``AB`` or ``alpha``. NumPy inputs are computed in NumPy, JAX
     inputs in ``jax.numpy`` (jit-safe).
     """
+    if bound not in ALPHA_BOUNDS:
+        raise ValueError(f"BundleConfig.alpha_bound must be one of {ALPHA_BOUNDS}, got {bound!r}")
     xp = _namespace(first_i, valid, w, dy, sigma)
     first_i, dy = xp.asarray(first_i), xp.asarray(dy)
     valid = xp.asarray(valid) & _finite_rows(xp, first_i) & _finite_rows(xp, dy)
     first, s1 = first_order_moments(first_i, valid)
     zeroth, s0 = zeroth_order_fit(w, dy, valid, sigma)
+    scale = xp.sqrt(xp.sum(zeroth**2))  # |zeroth|_F
+    floor = xp.finfo(zeroth.dtype).eps * scale**2
     s0_ok = xp.isfinite(s0)
-    s0f = xp.where(s0_ok, s0, 0.0)
+    s0f = xp.where(s0_ok & (s0 > floor), s0, 0.0)
+    s1 = xp.where(s1 > floor, s1, 0.0)
     total = s0f + s1
     alpha_star = xp.where(total > 0, s0f / xp.where(total > 0, total, 1.0), 1.0)
     eps = ALPHA_CONFIDENCE_Z * xp.sqrt(s0f)
     gap = xp.sqrt(xp.sum((first - zeroth) ** 2))
-    cap = xp.where(gap > 0, (tolerance - eps) / xp.where(gap > 0, gap, 1.0), xp.inf)
-    alpha = xp.where(s0_ok & (eps <= tolerance), xp.clip(xp.minimum(alpha_star, cap), 0.0, 1.0), 0.0)
+    gamma = tolerance * scale if bound == "relative" else tolerance
+    cap = xp.where(gap > 0, (gamma - eps) / xp.where(gap > 0, gap, 1.0), xp.inf)
+    alpha = xp.where(s0_ok & (eps <= gamma), xp.clip(xp.minimum(alpha_star, cap), 0.0, 1.0), 0.0)
     alpha = xp.where(xp.isfinite(alpha), alpha, 0.0)
     AB = xp.where(alpha > 0, alpha * first + (1.0 - alpha) * zeroth, zeroth)
     return AB, alpha
 
 
 def alpha_order_bundle(
-    f: Transition, dx: jnp.ndarray, du: jnp.ndarray, sigma: jnp.ndarray, tolerance: float = 1.0
+    f: Transition,
+    dx: jnp.ndarray,
+    du: jnp.ndarray,
+    sigma: jnp.ndarray,
+    tolerance: float = ALPHA_TOLERANCE,
+    bound: str = "relative",
 ) -> Jacobians:
     """AoBG (Suh et al. 2022): first-order bundle and least-squares zeroth-order fit of the
     same branches, mixed by ``alpha_order_combine`` with robustness bound ``tolerance``
-    (gamma, ``BundleConfig.alpha_tolerance``); ``sigma`` is the per-input std."""
+    (``BundleConfig.alpha_tolerance``) of kind ``bound`` (``BundleConfig.alpha_bound``);
+    ``sigma`` is the per-input std."""
     nx = dx.shape[1]
     A_i, B_i, y_i = _branch_jacobians(f, dx, du)
     y0 = f(jnp.zeros(nx), jnp.zeros(du.shape[1]))
     valid = finite_rows(A_i, B_i, y_i) & jnp.all(jnp.isfinite(y0))
     AB, alpha = alpha_order_combine(
-        jnp.concatenate([A_i, B_i], axis=2), valid, jnp.concatenate([dx, du], axis=1), y_i - y0, sigma, tolerance
+        jnp.concatenate([A_i, B_i], axis=2), valid, jnp.concatenate([dx, du], axis=1), y_i - y0, sigma, tolerance, bound
     )
     n_valid = jnp.sum(valid)
     return AB[:, :nx], AB[:, nx:], _stats(n_valid, dx.shape[0] - n_valid, alpha)

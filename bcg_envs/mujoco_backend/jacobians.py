@@ -168,11 +168,13 @@ def _estimate(core: EnvCore, f: Transition, estimator: str, cfg: BundleConfig, l
         zeroth = _least_squares(w, np.where(valid[:, None], dy, 0.0), valid, sigma)
         return zeroth[:, :nx], zeroth[:, nx:], int(n - valid.sum()), 0.0
     # alpha: AoBG (Suh et al. 2022), the JAX backend's estimator (inverse-variance weight
-    # of first order and the least-squares fit, then the robustness check).
+    # of first order and the least-squares fit, then the robustness check with the bound
+    # cfg.alpha_tolerance of kind cfg.alpha_bound).
     A_i, B_i = f.jacobians_at(dx, du)
     valid = valid & _finite(A_i, B_i)
     AB, alpha = alpha_order_combine(np.concatenate([A_i, B_i], axis=2), valid, w, dy,
-                                    global_sigma(s.nv, s.na, s.nu, cfg, zeroth=True), cfg.alpha_tolerance)
+                                    global_sigma(s.nv, s.na, s.nu, cfg, zeroth=True), cfg.alpha_tolerance,
+                                    cfg.alpha_bound)
     AB = np.asarray(AB)
     return AB[:, :nx], AB[:, nx:], int(n - valid.sum()), float(np.asarray(alpha))
 

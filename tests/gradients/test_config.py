@@ -15,6 +15,9 @@ def test_defaults_match_the_paper():
     assert cfg.action_sigma == 0.0
     assert cfg.space == "cartesian" and cfg.forward == "nominal"
     assert cfg.damping == 1e-4
+    # AoBG's bound: 10 % of the zeroth-order Jacobian's Frobenius norm (Suh et al. 2022
+    # use an absolute gamma, still reachable with alpha_bound="absolute").
+    assert cfg.alpha_tolerance == 0.1 and cfg.alpha_bound == "relative"
 
 
 def test_frozen_and_keyword_only():
@@ -44,6 +47,9 @@ def test_frozen_and_keyword_only():
         (dict(seed=1.5), "seed"),
         (dict(perturb_base=1), "perturb_base"),
         (dict(allow_underdetermined="no"), "allow_underdetermined"),
+        (dict(alpha_tolerance=0.0), "alpha_tolerance"),
+        (dict(alpha_tolerance=float("inf")), "alpha_tolerance"),
+        (dict(alpha_bound="scaled"), "alpha_bound"),
     ],
 )
 def test_invalid_values_name_the_field(kwargs, field):
@@ -58,13 +64,18 @@ def test_with_defaults_fills_only_a_missing_threshold():
 
 def test_zeroth_order_sample_counts_are_well_posed():
     """zeroth/alpha fit nx + nu unknowns per row: the default is twice that, an explicit
-    count below it raises unless the minimum-norm fit is asked for."""
+    count below it raises unless the minimum-norm fit is asked for. alpha also needs
+    residual degrees of freedom (its robustness check estimates the fit's variance from
+    them): nx + nu samples raise for it, and allow_underdetermined accepts alpha = 0."""
     nx, nu = 10, 2  # BoxPush
     assert samples_for(BundleConfig(), "zeroth", nx, nu) == 24
     assert samples_for(BundleConfig(), "alpha", nx, nu) == 24
     assert samples_for(BundleConfig(num_samples=12), "zeroth", nx, nu) == 12
     with pytest.raises(ValueError, match="BundleConfig.num_samples must be >= nx \\+ nu = 12"):
         samples_for(BundleConfig(num_samples=10), "zeroth", nx, nu)
+    with pytest.raises(ValueError, match="BundleConfig.num_samples must be > nx \\+ nu = 12 for estimator 'alpha'"):
+        samples_for(BundleConfig(num_samples=12), "alpha", nx, nu)
+    assert samples_for(BundleConfig(num_samples=13), "alpha", nx, nu) == 13
     assert samples_for(BundleConfig(num_samples=10, allow_underdetermined=True), "alpha", nx, nu) == 10
     assert samples_for(BundleConfig(num_samples=3), "bcg", nx, nu) == 3  # first order: any count
     assert samples_for(BundleConfig(antithetic=True), "zeroth", 11, 2) == 26  # even for +/- pairs
