@@ -55,6 +55,7 @@ from typing import Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
+from bcg_envs.physics.simulator import KAPPA_MODELS
 from bcg_envs.stats import format_success, wilson_interval
 
 ALGORITHMS = ("sb3_ppo", "brax_ppo", "shac_exact", "shac_bcg", "brax_apg")
@@ -91,7 +92,7 @@ def env_kwargs_of(cfg: dict) -> Dict[str, object]:
 def protocol_backend(env_kwargs: Dict[str, object]) -> str:
     """The Gymnasium backend of evaluation and SB3 PPO: MuJoCo C, or MJX for the penalty
     contact model, which only MJX simulates."""
-    return "mjx" if env_kwargs.get("contact_model") == "penalty" else "mujoco"
+    return "mjx" if env_kwargs.get("contact_model") in KAPPA_MODELS else "mujoco"
 
 
 #: Env arguments the runners set themselves.

@@ -35,7 +35,7 @@ import numpy as np
 
 from baselines import append_csv
 from bcg_envs.physics.penalty_contact import PenaltyContact
-from bcg_envs.physics.simulator import CONTACT_MODELS
+from bcg_envs.physics.simulator import CONTACT_MODELS, KAPPA_MODELS
 
 RESULTS = Path(__file__).resolve().parent / "results" / "contact_events.csv"
 #: An event force above this (N) counts as contact.
@@ -82,15 +82,15 @@ def measure(
     env_id: str, episodes: int, seed: int = 0, contact_model: str = "mujoco", kappa: Optional[float] = None
 ) -> List[Dict[str, object]]:
     """Per policy and group, the force/rise quantiles and the bundled fractions, under
-    ``contact_model`` (``"penalty"`` runs on MJX at sharpness ``kappa``, 1/m, default
-    ``PenaltyContact.kappa``; the env rejects a bad model or kappa with ValueError)."""
+    ``contact_model`` (``"penalty"`` and ``"moreau"`` run on MJX at sharpness ``kappa``,
+    1/m, default 300; the env rejects a bad model or kappa with ValueError)."""
     import gymnasium as gym
 
     import bcg_envs  # noqa: F401  (registers the ids)
 
-    if contact_model == "penalty" and kappa is None:
+    if contact_model in KAPPA_MODELS and kappa is None:
         kappa = PenaltyContact.kappa
-    kwargs: Dict[str, object] = {"backend": "mjx" if contact_model == "penalty" else "mujoco",
+    kwargs: Dict[str, object] = {"backend": "mjx" if contact_model in KAPPA_MODELS else "mujoco",
                                  "contact_model": contact_model}
     if kappa is not None:
         kwargs["kappa"] = float(kappa)
@@ -133,8 +133,9 @@ def measure(
 
 
 def contact_label(row: Dict[str, object]) -> str:
-    """``mujoco`` or ``penalty (kappa K)`` for a row of ``measure``."""
-    return "mujoco" if row["contact_model"] == "mujoco" else f"penalty (kappa {float(row['kappa']):g})"
+    """``mujoco``, ``penalty (kappa K)`` or ``moreau (kappa K)`` for a row of ``measure``."""
+    model = row["contact_model"]
+    return "mujoco" if model == "mujoco" else f"{model} (kappa {float(row['kappa']):g})"
 
 
 def table(rows: List[Dict[str, object]]) -> str:

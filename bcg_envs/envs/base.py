@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import abc
 import copy
+import dataclasses
 import functools
 from pathlib import Path
 from typing import Any, Dict, NamedTuple, Optional, Tuple
@@ -23,8 +24,9 @@ from mujoco import mjx
 
 from bcg_envs.gradients.config import BundleConfig, check_estimator
 from bcg_envs.gradients.differentiable_step import Branches, DifferentiableStep
+from bcg_envs.physics.moreau_contact import MoreauContact
 from bcg_envs.physics.penalty_contact import PenaltyContact
-from bcg_envs.physics.simulator import CONTACT_MODELS, MAX_QVEL, ContactStiffness, Physics, load_model, refresh
+from bcg_envs.physics.simulator import CONTACT_MODELS, KAPPA_MODELS, MAX_QVEL, ContactStiffness, Physics, load_model, refresh
 
 #: Info entries holding a running bcg branch rollout (``DifferentiableStep.Branches``):
 #: present only in the states of an env whose estimator rolls branches (``bcg`` with
@@ -93,6 +95,21 @@ class Jacobians(NamedTuple):
     C: jax.Array  # d o_{t+1} / d x_{t+1}, (nobs, nx)
 
 
+def _contact_params(cls, kappa: Optional[float], options: Optional[Dict[str, Any]]):
+    """``cls`` (``PenaltyContact`` or ``MoreauContact``) from ``kappa`` and the
+    ``contact_options`` dict of its other fields; unknown keys raise ``ValueError``."""
+    if options is not None and not isinstance(options, dict):
+        raise ValueError(f"contact_options must be a dict, got {type(options).__name__}")
+    options = dict(options or {})
+    known = [f.name for f in dataclasses.fields(cls) if f.name != "kappa"]
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise ValueError(f"unknown contact_options {unknown} for {cls.__name__}; known: {known} (kappa is its own argument)")
+    if kappa is not None:
+        options["kappa"] = kappa
+    return cls(**options)
+
+
 def merge_config(defaults: Dict[str, Any], overrides: Optional[Dict[str, Any]], where: str = "config") -> Dict[str, Any]:
     """Recursively override ``defaults``; unknown keys raise ``ValueError``."""
     out = copy.deepcopy(defaults)
@@ -109,12 +126,15 @@ def merge_config(defaults: Dict[str, Any], overrides: Optional[Dict[str, Any]], 
 
 
 class MjxEnv(abc.ABC):
-    """Base of every bcg_envs task (functional JAX API, README: Use)."""
+    """Base of every bcg_envs task (the functional JAX API; docs/environments.md)."""
 
     xml_path: Path
     #: Default ``BundleConfig.force_threshold`` (N) of the task.
     default_force_threshold: float = 400.0
     default_contact_stiffness: ContactStiffness = "stiff"
+    #: Physics timestep (s) under ``contact_model="moreau"`` when ``physics_dt`` is not
+    #: given; None keeps the MJCF file's.
+    moreau_physics_dt: Optional[float] = None
 
     def __init__(
         self,
@@ -127,6 +147,7 @@ class MjxEnv(abc.ABC):
         physics_dt: Optional[float] = None,
         contact_model: str = "mujoco",
         kappa: Optional[float] = None,
+        contact_options: Optional[Dict[str, Any]] = None,
     ) -> None:
         if backend != "mjx":
             raise ValueError(f"backend must be 'mjx' for the JAX API, got {backend!r}")
@@ -134,18 +155,28 @@ class MjxEnv(abc.ABC):
             raise ValueError(f"bundle must be a BundleConfig or None, got {type(bundle).__name__}")
         if contact_model not in CONTACT_MODELS:
             raise ValueError(f"contact_model must be one of {CONTACT_MODELS}, got {contact_model!r}")
-        if kappa is not None and contact_model != "penalty":
-            raise ValueError("kappa is the penalty model's sharpness; pass contact_model='penalty' with it")
+        if kappa is not None and contact_model not in KAPPA_MODELS:
+            raise ValueError(
+                "kappa is the sharpness of the penalty and Moreau contact models; pass "
+                "contact_model='penalty' or contact_model='moreau' with it"
+            )
+        if contact_options is not None and contact_model not in KAPPA_MODELS:
+            raise ValueError("contact_options parametrize contact_model='penalty' or 'moreau'")
         self.config = merge_config(self.default_config(), config)
         self.contact_model = contact_model
-        if contact_model == "penalty":
+        penalty = moreau = None
+        if contact_model in KAPPA_MODELS:
             if contact_stiffness is not None:
-                raise ValueError("contact_stiffness sets MuJoCo's soft contact; with contact_model='penalty' use kappa")
+                raise ValueError(f"contact_stiffness sets MuJoCo's soft contact; with contact_model={contact_model!r} use kappa")
             self.contact_stiffness = None
-            penalty = PenaltyContact() if kappa is None else PenaltyContact(kappa=kappa)
+            params = _contact_params(PenaltyContact if contact_model == "penalty" else MoreauContact, kappa, contact_options)
+            if contact_model == "penalty":
+                penalty = params
+            else:
+                moreau = params
+                physics_dt = self.moreau_physics_dt if physics_dt is None else physics_dt
         else:
             self.contact_stiffness = contact_stiffness or self.default_contact_stiffness
-            penalty = None
         mj_model = load_model(self.xml_path, self.contact_stiffness, physics_dt=physics_dt, contact_model=contact_model)
         self.customize_model(mj_model)
         substeps = round(self.config["ctrl_dt"] / mj_model.opt.timestep)
@@ -154,7 +185,7 @@ class MjxEnv(abc.ABC):
                 f"config['ctrl_dt'] ({self.config['ctrl_dt']} s) must be a multiple of the physics "
                 f"timestep ({mj_model.opt.timestep} s; physics_dt)"
             )
-        self.physics = Physics(mj_model, substeps, penalty)
+        self.physics = Physics(mj_model, substeps, penalty, moreau)
         self.estimator = check_estimator(estimator)
         self.bundle = (bundle or BundleConfig()).with_defaults(self.default_force_threshold)
         self._steppers: Dict[Tuple[str, BundleConfig, str], DifferentiableStep] = {}
@@ -267,14 +298,14 @@ class MjxEnv(abc.ABC):
 
     def with_contact_stiffness(self, value: float | jax.Array) -> "MjxEnv":
         """A copy of this env with another contact stiffness: ``kappa`` (1/m) under the
-        penalty model, the ``solref`` time constant (s) under MuJoCo's. ``value`` may be a
+        penalty and Moreau models, the ``solref`` time constant (s) under MuJoCo's. ``value`` may be a
         traced scalar (call it inside ``jit``), so that one compiled program serves a whole
         stiffness sweep instead of one program per level."""
         new = copy.copy(self)
         new.physics = self.physics.with_contact_stiffness(value)
         new._steppers = {}
         if not isinstance(value, jax.core.Tracer):
-            new.contact_stiffness = None if self.contact_model == "penalty" else float(value)
+            new.contact_stiffness = None if self.contact_model in KAPPA_MODELS else float(value)
         return new
 
     def reset(self, rng: jax.Array) -> State:

@@ -13,7 +13,8 @@ import mujoco
 import numpy as np
 from mujoco import mjx
 
-from bcg_envs.physics import implicit_step
+from bcg_envs.physics import implicit_step, moreau_contact
+from bcg_envs.physics.moreau_contact import MoreauContact
 from bcg_envs.physics.penalty_contact import PenaltyContact, disable_constraint_contacts
 
 #: MuJoCo ``solref`` time constants (seconds) of the named contact stiffness presets.
@@ -26,7 +27,10 @@ STIFFNESS_PRESETS = {"soft": 0.05, "default": 0.02, "stiff": 0.008}
 #: per unit effective mass, written to solref as negative numbers).
 ContactStiffness = Union[str, float, Tuple[float, float]]
 
-CONTACT_MODELS = ("mujoco", "penalty")
+CONTACT_MODELS = ("mujoco", "penalty", "moreau")
+#: The contact models whose contacts are computed outside MuJoCo's constraint solver
+#: (sharpness ``kappa``; MJX backend only).
+KAPPA_MODELS = ("penalty", "moreau")
 
 #: A state whose joint speed exceeds this (rad/s or m/s) counts as diverged.
 MAX_QVEL = 1e3
@@ -80,15 +84,16 @@ def load_model(
 ) -> mujoco.MjModel:
     """Load an MJCF file, set the physics timestep (s; the file's when None), and either
     every contact's ``solref`` (``contact_model="mujoco"``) or switch MuJoCo's contact
-    constraints off for the penalty model (``contact_stiffness`` must then be None)."""
+    constraints off for the penalty and Moreau models (``contact_stiffness`` must then be
+    None)."""
     if contact_model not in CONTACT_MODELS:
         raise ValueError(f"contact_model must be one of {CONTACT_MODELS}, got {contact_model!r}")
     model = mujoco.MjModel.from_xml_path(str(xml_path))
     if physics_dt is not None:
         model.opt.timestep = _positive(physics_dt, "physics_dt (s)")
-    if contact_model == "penalty":
+    if contact_model in KAPPA_MODELS:
         if contact_stiffness is not None:
-            raise ValueError("contact_stiffness sets MuJoCo's soft contact; with contact_model='penalty' use kappa")
+            raise ValueError(f"contact_stiffness sets MuJoCo's soft contact; with contact_model={contact_model!r} use kappa")
         disable_constraint_contacts(model)
         return model
     first, second = solref_of("default" if contact_stiffness is None else contact_stiffness, model.opt.timestep)
@@ -112,8 +117,12 @@ class Physics:
     n_substeps: int
     #: The penalty contact model, or None for MuJoCo's contact constraints.
     penalty: Optional[PenaltyContact] = None
+    #: The authors' Moreau contact model (``moreau_contact``), or None.
+    moreau: Optional[MoreauContact] = None
 
     def __post_init__(self) -> None:
+        if self.penalty is not None and self.moreau is not None:
+            raise ValueError("Physics takes one contact model: penalty or moreau, not both")
         implicit_step.check_model(self.mj_model)
         object.__setattr__(self, "model", mjx.put_model(self.mj_model))
         probe = mjx.make_data(self.model)
@@ -127,7 +136,7 @@ class Physics:
         object.__setattr__(self, "traced_stiffness", None)
 
     def with_contact_stiffness(self, value: float | jax.Array) -> "Physics":
-        """A copy with another contact stiffness: the penalty model's ``kappa`` (1/m), or
+        """A copy with another contact stiffness: the penalty or Moreau model's ``kappa`` (1/m), or
         under MuJoCo's model every contact's ``solref`` time constant (s; damping ratios
         kept). ``value`` may be a traced scalar, so that one compiled program serves every
         stiffness; a concrete one is checked like the constructor's argument. The MuJoCo C
@@ -139,6 +148,10 @@ class Physics:
         if base.penalty is not None:
             kappa = value if traced else float(value)
             object.__setattr__(new, "penalty", dataclasses.replace(base.penalty, kappa=kappa))
+            return new
+        if base.moreau is not None:
+            kappa = value if traced else float(value)
+            object.__setattr__(new, "moreau", dataclasses.replace(base.moreau, kappa=kappa))
             return new
         if float(base.mj_model.geom_solref[:, 0].min(initial=1.0)) <= 0:
             raise ValueError("with_contact_stiffness sets solref time constants; this model uses direct (negative) solref")
@@ -166,7 +179,10 @@ class Physics:
         return mjx.forward(self.model, data)
 
     def substep(self, data: mjx.Data) -> mjx.Data:
-        """One physics timestep (``implicit_step.step`` with this physics' contact model)."""
+        """One physics timestep (``implicit_step.step`` with this physics' contact model, or
+        ``moreau_contact.step``)."""
+        if self.moreau is not None:
+            return moreau_contact.step(self.moreau, self.mj_model, self.model, data, self._efc_address)
         return implicit_step.step(self.model, data, self.penalty, self._efc_address)
 
     def control_step(self, data: mjx.Data, ctrl: jnp.ndarray) -> mjx.Data:

@@ -36,7 +36,7 @@ def test_penalty_model_rows_name_their_contact_model(tmp_path):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--kappa", "300"], "kappa is the penalty model's sharpness"),
+    (["--kappa", "300"], "kappa is the sharpness of the penalty and Moreau contact models"),
     (["--contact-model", "penalty", "--kappa", "0"], "kappa must be a positive"),
 ])
 def test_a_bad_kappa_is_refused_by_name(argv, message):

@@ -95,6 +95,8 @@ class G1Env(MjxEnv):
     xml_path = C.G1_XML
     default_force_threshold = 400.0
     default_contact_stiffness = "stiff"
+    #: The paper's simulation under its own contact model: 4 substeps of 5 ms per 20 ms step.
+    moreau_physics_dt = 0.005
     render_camera = "track"
 
     def __init__(self, *, bundle: Optional[BundleConfig] = None, **kwargs) -> None:
