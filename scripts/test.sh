@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up and run the test suite (slow checks too when BCG_SLOW=1).
+# Set up and run the tests: the default tier, or the integration tier with `-m integration`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

@@ -5,11 +5,13 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from bcg_envs import demo
 from bcg_envs.gradients.config import ESTIMATORS
 
 
+@pytest.mark.integration
 def test_demo_prints_its_sections_and_summary_and_writes_its_files(tmp_path):
     """The whole demo at tiny sizes through the command line, in a fresh process: headings,
     the learners' names, a three-line summary, the files, and a clean exit (no renderer

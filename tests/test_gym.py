@@ -41,6 +41,7 @@ def test_step_autoresets_on_the_same_step(vec):
     assert obs in vec.observation_space
 
 
+@pytest.mark.integration
 def test_grad_step_advances_like_step(vec):
     actions = np.tile(np.array([[0.7, -0.2]], np.float32), (N, 1))
     vec.reset(seed=1)
@@ -95,7 +96,8 @@ def test_step_before_reset_and_bad_num_envs():
 
 
 @pytest.mark.parametrize("backend, estimators", [("mujoco", ("exact", "bundle", "zeroth", "bcg", "alpha")),
-                                                 ("mjx", ("exact", "zeroth"))])
+                                                 pytest.param("mjx", ("exact", "zeroth"),
+                                                              marks=pytest.mark.integration)])
 def test_restored_state_counts_one_episode_step_per_step_not_per_call(backend, estimators):
     """``get_state`` carries the episode step counter and ``set_state(..., step=...)``
     restores it: ``grad_step`` with several estimators from one restored state advances

@@ -26,7 +26,7 @@ def _rollout_return(env):
 
 
 # Each estimator is a separate 2-4 minute compile on 2 cores: exact by default, all five
-# with BCG_SLOW=1. bcg's batched backward pass is checked by default elsewhere: its
+# in the integration tier. bcg's batched backward pass is checked by default elsewhere: its
 # Jacobians env by env against the unbatched step (tests/gradients/
 # test_differentiable_step.py) and SHAC training through it (tests/baselines/test_compare.py).
 _FAST = ("exact",)
@@ -64,8 +64,9 @@ def _check_rollout_gradients(estimator, states, actions):
     return grads, np.asarray(diverged)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
-    "estimator", [e if e in _FAST else pytest.param(e, marks=pytest.mark.slow) for e in ESTIMATORS]
+    "estimator", [e if e in _FAST else pytest.param(e, marks=pytest.mark.integration) for e in ESTIMATORS]
 )
 def test_grad_through_32_step_rollout_is_finite(estimator):
     env, _, _ = _batched_rollout(estimator)
@@ -75,6 +76,7 @@ def test_grad_through_32_step_rollout_is_finite(estimator):
     assert not diverged.any()
 
 
+@pytest.mark.integration
 def test_grad_through_a_diverging_step_is_finite():
     """A step that diverges reverts its state and ends the episode; the gradient of a
     rollout through it stays finite (a non-finite Jacobian is zeroed, not multiplied by 0)."""

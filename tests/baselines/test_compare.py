@@ -146,7 +146,7 @@ def test_sb3_learning_rate_constant_or_linear_to_min_lr():
 
 
 #: Each run is a 2-8 minute XLA compile on 2 cores. SHAC exact also trains in
-#: tests/learners/shac/test_train.py; it and Brax APG run here with BCG_SLOW=1.
+#: tests/learners/shac/test_train.py; it and Brax APG run here in the integration tier.
 _SLOW = ("shac_exact", "brax_apg")
 
 
@@ -154,7 +154,8 @@ _SLOW = ("shac_exact", "brax_apg")
 _RESUMABLE = ("sb3_ppo", "shac_exact", "shac_bcg")
 
 
-@pytest.mark.parametrize("algo", [pytest.param(a, marks=pytest.mark.slow) if a in _SLOW else a for a in compare.ALGORITHMS])
+@pytest.mark.integration
+@pytest.mark.parametrize("algo", [pytest.param(a, marks=pytest.mark.integration) if a in _SLOW else a for a in compare.ALGORITHMS])
 def test_every_algorithm_runs_end_to_end(tmp_path, algo, monkeypatch):
     """Brax PPO takes the JAX env unchanged (``enable_brax`` aside); SHAC bcg is the demo's.
     Every row is scored by the shared protocol (here 3 episodes from ``EVAL_SEED``) and

@@ -150,14 +150,15 @@ def test_a_csv_of_another_format_is_refused_not_overwritten(tmp_path):
         gv.read_rows(tmp_path)
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
-    "contact_model", ["penalty", pytest.param("both", marks=pytest.mark.slow)]
+    "contact_model", ["penalty", pytest.param("both", marks=pytest.mark.integration)]
 )
 def test_quick_sweep_on_box_push(tmp_path, contact_model):
     """``--quick`` on BoxPush-v0 (4 scripted starts just before the pusher strikes the box,
     horizons 1 and 4, exact and bcg): finite statistics, exact never bundles, bcg bundles
     some steps (the strike exceeds its 10 N trigger). The penalty model by default (the
-    MuJoCo model's gradients are checked by the gradient tests); both with BCG_SLOW=1."""
+    MuJoCo model's gradients are checked by the gradient tests); both in the integration tier."""
     models = ("mujoco", "penalty") if contact_model == "both" else (contact_model,)
     gv.main(["--quick", "--env", "BoxPush-v0", "--contact-model", contact_model, "--out", str(tmp_path)])
     rows = gv.read_rows(tmp_path)
@@ -180,9 +181,10 @@ def test_quick_sweep_on_box_push(tmp_path, contact_model):
     assert gv.main(["--quick", "--env", "BoxPush-v0", "--contact-model", contact_model, "--out", str(tmp_path)]) == []
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "contact_model, levels",
-    [("penalty", (50.0, 500.0)), pytest.param("mujoco", (0.05, 0.004), marks=pytest.mark.slow)],
+    [("penalty", (50.0, 500.0)), pytest.param("mujoco", (0.05, 0.004), marks=pytest.mark.integration)],
 )
 def test_one_program_for_every_level_matches_an_env_built_at_that_level(contact_model, levels):
     """The sweep's program takes the stiffness as an argument: built at the softer level

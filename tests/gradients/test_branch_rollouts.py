@@ -12,6 +12,8 @@ import bcg_envs
 from bcg_envs import BundleConfig
 from bcg_envs.physics.simulator import control_step_with_contacts
 
+pytestmark = pytest.mark.integration  # every test compiles a BoxPush gradient program
+
 # The pusher 7.8 cm behind the box centre, moving at it at 0.6 m/s, pushing: the first
 # step strikes the box and triggers the bundle.
 QPOS = np.array([-0.078, 0.0, 0.0, 0.0, 0.0], np.float32)
@@ -124,7 +126,7 @@ def test_branch_states_travel_only_with_a_branching_env(window_h2):
 
 @pytest.mark.parametrize(
     "estimator, bundle",
-    [("bcg", BundleConfig(horizon=3)), pytest.param("bcg", BundleConfig(horizon=1), marks=pytest.mark.slow)],
+    [("bcg", BundleConfig(horizon=3)), pytest.param("bcg", BundleConfig(horizon=1), marks=pytest.mark.integration)],
 )
 def test_plain_step_has_the_values_of_the_differentiable_step(estimator, bundle):
     """``plain_step`` (what the Gymnasium envs step) reaches the same states, rewards and

@@ -36,6 +36,7 @@ def _free_and_contact_states(rng, n):
     return out
 
 
+@pytest.mark.integration
 def test_exact_jacobians_match_mjx(env):
     """Exact Jacobians (C central differences vs MJX forward mode) agree away from contact
     switches, free and in contact: A, B, r_x, r_a, C to 1e-4 relative (MJX is float32;

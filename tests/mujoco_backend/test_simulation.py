@@ -41,6 +41,7 @@ AMPLITUDE = {"BoxPush-v0": 1.0, "PlanarHand-v0": 1.0, "G1Squat-v0": 0.0}
 STEP_TOL = {"BoxPush-v0": 1e-3, "PlanarHand-v0": 1e-3, "G1Squat-v0": 2e-2}
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("name", TASKS)
 def test_per_step_agreement_with_mjx(name):
     """Both backends reset with the same seed (same state and task info); before every

@@ -60,6 +60,7 @@ def physics():
     return toy_physics()
 
 
+@pytest.mark.integration
 def test_contact_forces_carry_the_weight_and_the_box_stays_put():
     """MuJoCo's contact rows stay inactive; the forces reported per contact (the bundle
     trigger reads them) are the penalty's, and over time they carry the box's weight
@@ -79,6 +80,7 @@ def test_contact_forces_carry_the_weight_and_the_box_stays_put():
     assert np.abs(q[:2]).max() < 1e-3 and abs(q[2] - 0.05) < 2e-3 and np.abs(v[:6]).max() < 2e-2
 
 
+@pytest.mark.integration
 def test_a_dropped_ball_lands_and_rests_on_the_floor(physics):
     qpos, qvel = start(ball_z=0.5)
     _, traj = run(physics, qpos, qvel, 75)  # 1.5 s: lands after 0.3 s
@@ -126,6 +128,7 @@ def test_gradients_match_finite_differences_and_coulomb_sliding():
     np.testing.assert_allclose(x - np.array([1.0, 0.0]), v0 * t - MU * G * t**2 / 2 * u, atol=5e-3)
 
 
+@pytest.mark.integration
 def test_contact_derivative_grows_with_kappa():
     """The paper's pathology: the derivative of a ball's post-step velocity with respect to
     its height as it closes on the floor (no penetration yet: the impulse is the sigmoid's
@@ -145,6 +148,7 @@ def test_contact_derivative_grows_with_kappa():
     assert peaks[500.0] > 5 * peaks[50.0], peaks
 
 
+@pytest.mark.integration
 def test_g1_stands_on_the_penalty_floor():
     """The G1 stand keyframe held by its PD servos for 1 s on the kappa = 300 floor: the
     pelvis stays within 3 cm of the keyframe height and upright, the feet carry the robot,

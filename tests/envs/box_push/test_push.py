@@ -118,6 +118,7 @@ def _states(rng, contact: bool, n: int):
     return out
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("contact", [False, True], ids=["free", "contact"])
 def test_exact_jacobians_match_mujoco_c_finite_differences(env, contact):
     jax_env = env.unwrapped.jax_env
@@ -151,6 +152,7 @@ def test_exact_jacobians_match_mujoco_c_finite_differences(env, contact):
     assert checked == 10 and mismatched <= 2
 
 
+@pytest.mark.integration
 def test_exact_jacobians_with_the_box_held_by_dry_friction(env):
     """The box at rest (held by its joints' dry friction) while the pusher moves freely.
 
@@ -187,6 +189,7 @@ def test_exact_jacobians_with_the_box_held_by_dry_friction(env):
     assert checked == 5
 
 
+@pytest.mark.integration
 def test_reward_jacobians_match_finite_differences(env):
     """r_x and r_a against central differences of the task reward over MuJoCo C steps."""
     jax_env = env.unwrapped.jax_env
@@ -233,7 +236,7 @@ def test_reward_jacobians_match_finite_differences(env):
     assert checked == 10
 
 
-@pytest.mark.slow  # tests/test_gym.py checks exact grad_step against step; plain_step's test checks bcg
+@pytest.mark.integration  # tests/test_gym.py checks exact grad_step against step; plain_step's test checks bcg
 def test_grad_step_advances_like_step(env):
     env.reset(seed=5)
     qpos, qvel, _ = env.unwrapped.get_state()
@@ -263,6 +266,7 @@ def _pressing_state():
     return np.array([-0.078, 0.0, 0.0, 0.0, 0.0]), np.array([0.6, 0.0, 0.0, 0.0, 0.0]), np.array([1.0, 0.0], np.float32)
 
 
+@pytest.mark.integration
 def test_bcg_is_exact_without_pressing_contact_and_bundles_when_pressing(env):
     threshold = env.unwrapped.jax_env.bundle.force_threshold
     env.reset(seed=2)
@@ -322,6 +326,7 @@ def scores():
     return {k: run_episodes("BoxPush-v0", make(), episodes=20, backend="mujoco") for k, make in POLICIES.items()}
 
 
+@pytest.mark.integration
 def test_escape_scores_below_doing_nothing_and_the_scripted_push_above_both(scores):
     """20 seeds (MuJoCo C): ending the episode early forfeits the remaining steps' reward."""
     escape, nothing, scripted = (scores[k] for k in ("escape", "nothing", "scripted"))
@@ -331,10 +336,11 @@ def test_escape_scores_below_doing_nothing_and_the_scripted_push_above_both(scor
     assert scripted["success_rate"] >= 0.9 and nothing["success_rate"] == 0 and escape["success_rate"] == 0
 
 
+@pytest.mark.integration
 def test_shipped_learned_policies_load_and_score_between_doing_nothing_and_the_script(scores):
     """The shipped SB3 PPO and SHAC exact policies (2,097,152 env steps each) act on
     BoxPush's observation and, on 20 seeds, do better than doing nothing but worse than
-    the scripted push; SHAC's above PPO's (README: Baselines)."""
+    the scripted push; SHAC's above PPO's (baselines/results/README.md)."""
     from bcg_envs.envs.resources import trained_policy
 
     for learner in ("sb3_ppo", "shac_exact"):
@@ -344,7 +350,7 @@ def test_shipped_learned_policies_load_and_score_between_doing_nothing_and_the_s
     assert nothing < ppo < shac < scripted
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_scripted_push_succeeds_in_90_percent_of_100_episodes():
     from bcg_envs.envs.box_push.scripted import scripted_push
     from bcg_envs.envs.evaluation import run_episodes

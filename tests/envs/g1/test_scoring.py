@@ -179,6 +179,7 @@ def _returns(env, policy_for_episode, seeds):
     return out
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("env_id", ["G1Squat-v0", "G1Jump-v0", "G1Kick-v0"])
 def test_escape_never_pays(env_id):
     """Over 20 seeds (random start frames), MuJoCo C, absolute actions (the backend maps

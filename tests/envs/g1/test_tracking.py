@@ -2,8 +2,7 @@
 
 Compiling a G1 step is the cost of this file, so one Gymnasium G1Squat-v0 env (one jitted
 reset/step and one jitted grad_step per estimator) is shared by every test that steps;
-the other ids are only constructed (no compile) unless BCG_SLOW=1. tests/conftest.py
-creates the JAX CPU client under a one-CPU affinity (batched-kernel deadlock workaround).
+the other ids are only constructed (no compile) outside the integration tier.
 """
 
 import gymnasium as gym
@@ -22,7 +21,7 @@ from bcg_envs.envs.g1.scripted import hold_pose_policy, reference_policy
 from bcg_envs.sim2sim import format_sim_to_sim, sim_to_sim
 from bcg_envs.envs.g1.tracking import G1Squat, G1Track
 
-slow = pytest.mark.slow  # minutes of G1 compile: run with BCG_SLOW=1 (tests/conftest.py)
+integration = pytest.mark.integration  # minutes of G1 compile
 
 G1_IDS = ["G1Jump-v0", "G1Squat-v0", "G1Kick-v0", "G1Track-v0"]
 NOBS = 97 + 3 * 39 + 2
@@ -134,6 +133,7 @@ def _reference_data(env, k):
     return mjx.put_data(model, d)
 
 
+@pytest.mark.integration
 def test_observation_and_reward_on_the_reference(squat):
     """Eager (no compile): at the reference state every tracking term is ~1."""
     env = squat
@@ -167,6 +167,7 @@ def test_observation_and_reward_on_the_reference(squat):
     assert float(env.reward_terms(data, np.zeros(29), data, later)["joint_pos"]) < 0.9
 
 
+@pytest.mark.integration
 def test_random_start_and_reset_push():
     """``initial_state`` is plain JAX (no MJX): checked eagerly."""
     env = G1Squat(config={"random_start": True, "domain_randomization": True})
@@ -197,6 +198,7 @@ def test_bad_config_is_reported():
         G1Squat(config={"no_such_key": 1})
 
 
+@pytest.mark.integration
 def test_domain_randomization_changes_the_model(squat):
     nominal = squat.mj_model
     env = G1Squat(config={"domain_randomization": True, "randomization": {"seed": 3}})
@@ -222,10 +224,12 @@ def test_domain_randomization_changes_the_model(squat):
 # ----- one compiled G1Squat env -----------------------------------------------------------
 
 
+@pytest.mark.integration
 def test_check_env_squat(gym_env):
     check_env(gym_env.unwrapped, skip_render_check=True)
 
 
+@pytest.mark.integration
 def test_50_steps_without_nan(gym_env):
     env = gym_env.unwrapped
     obs, info = env.reset(seed=1)
@@ -287,11 +291,12 @@ def _check_bundle_pattern(bundled, forces):
         assert b == expected, (t, bundled, forces)
 
 
+@pytest.mark.integration
 def test_bcg_bundles_at_foot_impact_not_in_flight(gym_env, set_state):
     """The env's default estimator is bcg: ``step`` reports whether it bundles.
 
     (``grad_step(..., estimator="bcg")`` reports the same flag from the same forward pass;
-    it is checked in the slow test below: its compile alone takes ~4 minutes here.)
+    it is checked in the integration test below: its compile alone takes ~4 minutes here.)
     """
     env = gym_env.unwrapped
     assert env.jax_env.estimator == "bcg"
@@ -315,7 +320,8 @@ def test_bcg_bundles_at_foot_impact_not_in_flight(gym_env, set_state):
     assert forces[0] == 0.0 and forces[-1] < 400.0, forces
 
 
-@slow
+@pytest.mark.integration
+@integration
 def test_bcg_grad_step_bundles_at_foot_impact_not_in_flight(gym_env, set_state):
     env = gym_env.unwrapped
     env.reset(seed=0)
@@ -356,11 +362,12 @@ def _c_tangent(model, qpos, qvel, qpos_ref, qvel_ref):
     return np.concatenate([dq, qvel - qvel_ref])
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     "route",
     [
         "stepper",  # the estimator's (A, B), as grad_step computes them (one ~95 s compile)
-        pytest.param("grad_step", marks=slow),  # the public path (~175 s compile)
+        pytest.param("grad_step", marks=integration),  # the public path (~175 s compile)
     ],
 )
 def test_exact_jacobian_columns_match_mujoco_finite_differences(gym_env, set_state, route):
@@ -442,6 +449,7 @@ def test_exact_jacobian_columns_match_mujoco_finite_differences(gym_env, set_sta
     print("relative column errors vs MuJoCo C central differences:", errors)
 
 
+@pytest.mark.integration
 def test_sim_to_sim_reference_replay_on_squat(gym_env):
     """The scripted tracker (residual action 0: PD targets at the next reference pose)
     squats in both simulators and is scored a success by both."""
@@ -463,6 +471,7 @@ def test_sim_to_sim_reference_replay_on_squat(gym_env):
     assert abs(result["penetration_diff_mm"]) < 2.0
 
 
+@pytest.mark.integration
 def test_sim_to_sim_rejects_bad_arguments(gym_env):
     with pytest.raises(ValueError, match="episodes"):
         sim_to_sim(gym_env, hold_pose_policy(), episodes=0)
@@ -473,7 +482,8 @@ def test_sim_to_sim_rejects_bad_arguments(gym_env):
 # ----- the other ids (one compile each) ------------------------------------------------------
 
 
-@slow
+@pytest.mark.integration
+@integration
 @pytest.mark.parametrize("env_id", ["G1Jump-v0", "G1Kick-v0", "G1Track-v0"])
 def test_check_env_other_ids(env_id):
     env = gym.make(f"bcg_envs/{env_id}")

@@ -4,7 +4,7 @@ differences, bcg triggering, finite rollout gradients and random-policy stabilit
 Compiles dominate the run time (2 CPU cores): one Gymnasium env is shared by the tests
 (its jitted step/grad_step compile once per estimator, see ``_grad_step_at``), rollouts
 are vmapped over states in a single compile per estimator, and the bundle-only
-estimators of the rollout-gradient test are marked slow (run with ``BCG_SLOW=1``).
+estimators of the rollout-gradient test run in the integration tier.
 """
 
 import copy
@@ -263,6 +263,7 @@ def test_reset_distribution_and_termination():
 
 
 # ----- exact Jacobians vs MuJoCo C finite differences -------------------------------------
+@pytest.mark.integration
 def test_exact_jacobians_match_mujoco_c_finite_differences(env, ref, fd_states):
     u = env.unwrapped
     nv = ref.model.nv
@@ -286,6 +287,7 @@ def test_exact_jacobians_match_mujoco_c_finite_differences(env, ref, fd_states):
     assert not bad, "fingers, rel. err A, B, A position rows, next state:\n" + "\n".join(map(str, bad))
 
 
+@pytest.mark.integration
 def test_exact_jacobian_with_disc_at_rest(env, ref):
     """Right after reset the disc is exactly at rest and no finger touches it: MJX's solver
     starts at its optimum (regression test for bcg_envs.physics.implicit_step)."""
@@ -306,6 +308,7 @@ def test_exact_jacobian_with_disc_at_rest(env, ref):
 
 
 # ----- bcg triggering -----------------------------------------------------------------------
+@pytest.mark.integration
 def test_bcg_bundles_only_when_pressing_and_is_exact_otherwise(env, ref):
     u = env.unwrapped
     threshold = u.jax_env.bundle.force_threshold
@@ -352,8 +355,10 @@ def _rollout_grad_fn(estimator: str):
     """jit(vmap(grad)) of a 32-step return w.r.t. the actions (one compile per estimator).
 
     The bundle estimators use 4 branches instead of 10: the same code paths at 2.5x less
-    run time (every bcg step evaluates all its branches, triggered or not)."""
-    bundle = None if estimator == "exact" else BundleConfig(num_samples=4)
+    run time (every bcg step evaluates all its branches, triggered or not). The fitted
+    estimators (zeroth, alpha) need more than nx + nu = 18 branches for a determined fit,
+    so they keep their defaults."""
+    bundle = None if estimator in ("exact", "zeroth", "alpha") else BundleConfig(num_samples=4)
     je = bcg_envs.make_jax("PlanarHand-v0", estimator=estimator, bundle=bundle)
 
     def ret(acts, state):
@@ -368,18 +373,8 @@ def _rollout_grad_fn(estimator: str):
     return je, states, jax.jit(jax.vmap(jax.grad(ret, has_aux=True)))
 
 
-@pytest.mark.parametrize(
-    "estimator",
-    [
-        # By default the 12-step untouched-disc rollout and the random-trajectory grad_step
-        # check PlanarHand's gradients; tests/test_jax_api.py checks 32-step rollouts.
-        pytest.param("exact", marks=pytest.mark.slow),
-        pytest.param("bcg", marks=pytest.mark.slow),
-        pytest.param("bundle", marks=pytest.mark.slow),
-        pytest.param("zeroth", marks=pytest.mark.slow),
-        pytest.param("alpha", marks=pytest.mark.slow),
-    ],
-)
+@pytest.mark.integration
+@pytest.mark.parametrize("estimator", ["exact", "bcg", "bundle", "zeroth", "alpha"])
 def test_rollout_gradients_are_finite(estimator):
     """jax.grad of a 32-step scan rollout from 10 random initial states is finite."""
     je, states, grad = _rollout_grad_fn(estimator)
@@ -396,6 +391,7 @@ def test_rollout_gradients_are_finite(estimator):
         np.testing.assert_array_equal(bundled, force > je.bundle.force_threshold)
 
 
+@pytest.mark.integration
 def test_rollout_gradients_finite_with_disc_untouched_for_12_steps():
     """Before bcg_envs.physics.implicit_step, 12 steps at rest overflowed in backprop."""
     je, states, grad = _rollout_grad_fn("exact")
@@ -406,6 +402,7 @@ def test_rollout_gradients_finite_with_disc_untouched_for_12_steps():
 
 
 # ----- random policy --------------------------------------------------------------------------
+@pytest.mark.integration
 def test_random_policy_2000_steps_finite_and_force_split(env):
     """2,000 steps of uniform random actions through the Gymnasium env (its jitted step is
     already compiled by check_env), then 2,000 gentle (x 0.25) ones: observations and
@@ -438,6 +435,7 @@ def test_random_policy_2000_steps_finite_and_force_split(env):
     assert np.mean(forces[0.25] > 0) > 0.25 and np.mean(forces[0.25] > threshold) < 0.01
 
 
+@pytest.mark.integration
 def test_grad_step_along_random_trajectory_is_finite(env):
     """50 grad_step calls (exact and bcg alternating), each from where the last one ended."""
     u = env.unwrapped
@@ -482,6 +480,7 @@ def scores():
     return {k: run_episodes("PlanarHand-v0", make(), episodes=20, backend="mujoco") for k, make in POLICIES.items()}
 
 
+@pytest.mark.integration
 def test_escape_scores_below_doing_nothing_and_the_scripted_controller_above_both(scores):
     """20 seeds (MuJoCo C): throwing the disc out ends the episode and forfeits the rest."""
     escape, nothing, scripted = (scores[k] for k in ("escape", "nothing", "scripted"))
@@ -507,7 +506,7 @@ def test_scripted_controller_geometry_matches_the_model():
         np.testing.assert_allclose(d.site("left_tip").xpos[:2], target * [-1, 1], atol=1e-6)
 
 
-@pytest.mark.slow
+@pytest.mark.integration
 def test_scripted_controller_succeeds_in_80_percent_of_100_episodes():
     from bcg_envs.envs.evaluation import run_episodes
     from bcg_envs.envs.planar_hand.scripted import scripted_rotate
