@@ -123,7 +123,7 @@ def test_export_command(tmp_path, capsys):
     assert NumpyPolicy.load(run / "policy.npz")(np.zeros(5)).shape == (2,)
 
 
-@pytest.mark.integration
+@pytest.mark.long
 def test_train_resume_export_end_to_end(tmp_path, capsys):
     """A tiny SHAC run from --config/--set, resumed with a larger budget, then exported."""
     import jax

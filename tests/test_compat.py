@@ -44,7 +44,7 @@ def test_make_jax_restores_what_brax_calls():
     assert out.strip().endswith("ok")
 
 
-@pytest.mark.integration
+@pytest.mark.long
 def test_brax_ppo_trains_on_make_jax_env_without_compat_call():
     """A tiny ``brax.training.agents.ppo.train`` run; the script never touches bcg_envs.compat."""
     out = _run(

@@ -145,11 +145,11 @@ def test_batched_steps_finish_in_a_users_process(tmp_path):
 
 @pytest.mark.integration
 @pytest.mark.parametrize("env_id", ["BoxPush-v0", "PlanarHand-v0"])
-@pytest.mark.parametrize("num_envs", [0, 64])
+@pytest.mark.parametrize("num_envs", [pytest.param(0, marks=pytest.mark.long), 64])
 def test_users_grad_step_loop_finishes(tmp_path, env_id, num_envs):
     run_user_loop(tmp_path, env_id, num_envs=num_envs, loops=16, timeout=900)
 
 
-@pytest.mark.integration
+@pytest.mark.long
 def test_hundreds_of_batched_grad_steps_finish(tmp_path):
     run_user_loop(tmp_path, "BoxPush-v0", num_envs=64, loops=80, timeout=1200)  # 400 batched calls

@@ -66,7 +66,7 @@ def _check_rollout_gradients(estimator, states, actions):
 
 @pytest.mark.integration
 @pytest.mark.parametrize(
-    "estimator", [e if e in _FAST else pytest.param(e, marks=pytest.mark.integration) for e in ESTIMATORS]
+    "estimator", [e if e in _FAST else pytest.param(e, marks=pytest.mark.long) for e in ESTIMATORS]
 )
 def test_grad_through_32_step_rollout_is_finite(estimator):
     env, _, _ = _batched_rollout(estimator)

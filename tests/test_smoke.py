@@ -32,7 +32,7 @@ def cases():
             yield pytest.param(env_id, backend, marks=[pytest.mark.integration] if heavy else [])
 
 
-@pytest.mark.parametrize("env_id, backend", cases())
+@pytest.mark.parametrize("env_id, backend", list(cases()))
 def test_make_reset_and_step(env_id, backend):
     env = gym.make(f"bcg_envs/{env_id}", backend=backend, **make_kwargs(env_id))
     obs, info = env.reset(seed=0)

@@ -52,7 +52,7 @@ def _check(estimator):
     return bridge, actions
 
 
-@pytest.mark.integration
+@pytest.mark.long
 def test_torch_gradients_equal_jax_grad_exact():
     bridge, actions = _check("exact")
     bridge.advance()  # the next window starts where this one ended
@@ -65,7 +65,7 @@ def test_torch_gradients_equal_jax_grad_exact():
         TorchRollout(bridge.env, 2, 2)(torch.zeros(2, 2, 2))
 
 
-@pytest.mark.integration
+@pytest.mark.long
 def test_torch_gradients_equal_jax_grad_bcg():
     _check("bcg")
 

@@ -155,7 +155,7 @@ _RESUMABLE = ("sb3_ppo", "shac_exact", "shac_bcg")
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("algo", [pytest.param(a, marks=pytest.mark.integration) if a in _SLOW else a for a in compare.ALGORITHMS])
+@pytest.mark.parametrize("algo", [pytest.param(a, marks=pytest.mark.long) if a in _SLOW else a for a in compare.ALGORITHMS])
 def test_every_algorithm_runs_end_to_end(tmp_path, algo, monkeypatch):
     """Brax PPO takes the JAX env unchanged (``enable_brax`` aside); SHAC bcg is the demo's.
     Every row is scored by the shared protocol (here 3 episodes from ``EVAL_SEED``) and

@@ -152,7 +152,7 @@ def test_a_csv_of_another_format_is_refused_not_overwritten(tmp_path):
 
 @pytest.mark.integration
 @pytest.mark.parametrize(
-    "contact_model", ["penalty", pytest.param("both", marks=pytest.mark.integration)]
+    "contact_model", ["penalty", pytest.param("both", marks=pytest.mark.long)]
 )
 def test_quick_sweep_on_box_push(tmp_path, contact_model):
     """``--quick`` on BoxPush-v0 (4 scripted starts just before the pusher strikes the box,
@@ -184,7 +184,7 @@ def test_quick_sweep_on_box_push(tmp_path, contact_model):
 @pytest.mark.integration
 @pytest.mark.parametrize(
     "contact_model, levels",
-    [("penalty", (50.0, 500.0)), pytest.param("mujoco", (0.05, 0.004), marks=pytest.mark.integration)],
+    [("penalty", (50.0, 500.0)), pytest.param("mujoco", (0.05, 0.004), marks=pytest.mark.long)],
 )
 def test_one_program_for_every_level_matches_an_env_built_at_that_level(contact_model, levels):
     """The sweep's program takes the stiffness as an argument: built at the softer level

@@ -126,7 +126,7 @@ def test_branch_states_travel_only_with_a_branching_env(window_h2):
 
 @pytest.mark.parametrize(
     "estimator, bundle",
-    [("bcg", BundleConfig(horizon=3)), pytest.param("bcg", BundleConfig(horizon=1), marks=pytest.mark.integration)],
+    [("bcg", BundleConfig(horizon=3)), pytest.param("bcg", BundleConfig(horizon=1), marks=pytest.mark.long)],
 )
 def test_plain_step_has_the_values_of_the_differentiable_step(estimator, bundle):
     """``plain_step`` (what the Gymnasium envs step) reaches the same states, rewards and

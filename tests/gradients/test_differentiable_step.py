@@ -149,7 +149,7 @@ def test_bcg_vjp_equals_transposed_jacobians_batched_and_unbatched(env, batched_
             _assert_close(single(_row(data, i), actions[i], key, window[i], _row(g, i)), want)
 
 
-@pytest.mark.integration  # exact VJPs are also checked by default: the untouched boxes of the bcg test, the free joint
+@pytest.mark.long  # exact VJPs are also checked by default: the untouched boxes of the bcg test, the free joint
 def test_exact_vjp_equals_transposed_jacobians_and_is_finite_at_1000_states(env):
     """Exact VJPs at 8 states (half of them strikes) against transposed Jacobians; then
     the same compiled VJP at 1,000 reset states with random actions, 8 at a time."""
@@ -209,7 +209,7 @@ def free_body_env(make_toy_env):
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("estimator", ["exact", pytest.param("bcg", marks=pytest.mark.integration)])
+@pytest.mark.parametrize("estimator", ["exact", pytest.param("bcg", marks=pytest.mark.long)])
 def test_free_joint_vjp_equals_transposed_jacobians(free_body_env, estimator):
     """Quaternion qpos: cotangents go through the tangent charts the same way in both
     backward passes, at states where the box lands on its edges (bcg bundles there)."""
@@ -233,7 +233,7 @@ def test_free_joint_vjp_equals_transposed_jacobians(free_body_env, estimator):
         assert bundled > 0
 
 
-@pytest.mark.integration  # both paths are checked against transposed Jacobians by the VJP tests above
+@pytest.mark.long  # both paths are checked against transposed Jacobians by the VJP tests above
 def test_exact_backward_pass_is_the_same_from_a_kept_or_a_recomputed_linearization(free_body_env, monkeypatch):
     """``exact`` keeps a small step's linearization from the forward pass; with a zero
     budget it recomputes the step in the backward pass. Both equal the transposed
@@ -283,7 +283,7 @@ def test_contact_perturbations_leave_the_floating_base_alone(free_body_env, spac
         assert np.abs(dx[:, :nv][:, moved]).min() > 0
 
 
-@pytest.mark.integration
+@pytest.mark.long
 @pytest.mark.parametrize("env_id", ["BoxPush-v0", "PlanarHand-v0"])
 @pytest.mark.parametrize("estimator", ["exact", "bundle", "zeroth", "bcg", "alpha"])
 def test_every_estimator_vjp_equals_transposed_jacobians(env_id, estimator):

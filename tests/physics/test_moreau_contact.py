@@ -288,7 +288,7 @@ def test_every_registered_id_is_covered():
     assert set(bcg_envs.list_envs()) == {f"bcg_envs/{i}" for i in ["BoxPush-v0", "PlanarHand-v0", *G1_IDS]}
 
 
-@pytest.mark.integration
+@pytest.mark.long
 @pytest.mark.parametrize("env_id", G1_IDS)
 def test_g1_tasks_make_and_step_under_moreau_at_5_ms(env_id):
     env = bcg_envs.make_jax(env_id, contact_model="moreau", kappa=300.0)
@@ -297,7 +297,7 @@ def test_g1_tasks_make_and_step_under_moreau_at_5_ms(env_id):
     _steps_finitely(env)
 
 
-@pytest.mark.integration
+@pytest.mark.long
 def test_g1_stands_on_the_moreau_floor():
     """The G1 stand keyframe held by its PD servos for 1 s at kappa 300, 4 x 5 ms per step:
     the pelvis stays within 3 cm of the keyframe height and upright, the feet carry the

@@ -236,7 +236,7 @@ def test_reward_jacobians_match_finite_differences(env):
     assert checked == 10
 
 
-@pytest.mark.integration  # tests/test_gym.py checks exact grad_step against step; plain_step's test checks bcg
+@pytest.mark.long  # tests/test_gym.py checks exact grad_step against step; plain_step's test checks bcg
 def test_grad_step_advances_like_step(env):
     env.reset(seed=5)
     qpos, qvel, _ = env.unwrapped.get_state()
@@ -350,7 +350,7 @@ def test_shipped_learned_policies_load_and_score_between_doing_nothing_and_the_s
     assert nothing < ppo < shac < scripted
 
 
-@pytest.mark.integration
+@pytest.mark.long
 def test_scripted_push_succeeds_in_90_percent_of_100_episodes():
     from bcg_envs.envs.box_push.scripted import scripted_push
     from bcg_envs.envs.evaluation import run_episodes

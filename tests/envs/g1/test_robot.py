@@ -197,7 +197,7 @@ def test_mjx_put_model(model):
     assert dx.qpos.shape == (36,)
 
 
-@pytest.mark.integration  # ~20 s jit compile; integration tier
+@pytest.mark.long  # ~20 s jit compile; integration tier
 def test_mjx_step_jit(model):
     import jax
     from mujoco import mjx

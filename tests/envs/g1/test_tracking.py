@@ -21,7 +21,7 @@ from bcg_envs.envs.g1.scripted import hold_pose_policy, reference_policy
 from bcg_envs.sim2sim import format_sim_to_sim, sim_to_sim
 from bcg_envs.envs.g1.tracking import G1Squat, G1Track
 
-integration = pytest.mark.integration  # minutes of G1 compile
+long = pytest.mark.long  # minutes of G1 compile: the long tier
 
 G1_IDS = ["G1Jump-v0", "G1Squat-v0", "G1Kick-v0", "G1Track-v0"]
 NOBS = 97 + 3 * 39 + 2
@@ -321,7 +321,7 @@ def test_bcg_bundles_at_foot_impact_not_in_flight(gym_env, set_state):
 
 
 @pytest.mark.integration
-@integration
+@long
 def test_bcg_grad_step_bundles_at_foot_impact_not_in_flight(gym_env, set_state):
     env = gym_env.unwrapped
     env.reset(seed=0)
@@ -367,7 +367,7 @@ def _c_tangent(model, qpos, qvel, qpos_ref, qvel_ref):
     "route",
     [
         "stepper",  # the estimator's (A, B), as grad_step computes them (one ~95 s compile)
-        pytest.param("grad_step", marks=integration),  # the public path (~175 s compile)
+        pytest.param("grad_step", marks=long),  # the public path (~175 s compile)
     ],
 )
 def test_exact_jacobian_columns_match_mujoco_finite_differences(gym_env, set_state, route):
@@ -483,7 +483,7 @@ def test_sim_to_sim_rejects_bad_arguments(gym_env):
 
 
 @pytest.mark.integration
-@integration
+@long
 @pytest.mark.parametrize("env_id", ["G1Jump-v0", "G1Kick-v0", "G1Track-v0"])
 def test_check_env_other_ids(env_id):
     env = gym.make(f"bcg_envs/{env_id}")

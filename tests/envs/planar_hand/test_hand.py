@@ -373,7 +373,7 @@ def _rollout_grad_fn(estimator: str):
     return je, states, jax.jit(jax.vmap(jax.grad(ret, has_aux=True)))
 
 
-@pytest.mark.integration
+@pytest.mark.long
 @pytest.mark.parametrize("estimator", ["exact", "bcg", "bundle", "zeroth", "alpha"])
 def test_rollout_gradients_are_finite(estimator):
     """jax.grad of a 32-step scan rollout from 10 random initial states is finite."""
@@ -506,7 +506,7 @@ def test_scripted_controller_geometry_matches_the_model():
         np.testing.assert_allclose(d.site("left_tip").xpos[:2], target * [-1, 1], atol=1e-6)
 
 
-@pytest.mark.integration
+@pytest.mark.long
 def test_scripted_controller_succeeds_in_80_percent_of_100_episodes():
     from bcg_envs.envs.evaluation import run_episodes
     from bcg_envs.envs.planar_hand.scripted import scripted_rotate

@@ -205,7 +205,7 @@ def test_two_devices_match_one(point_mass, tmp_path):
     _check_two_devices(point_mass, "PointMass", kw, tmp_path, rtol=1e-4)
 
 
-@pytest.mark.integration  # compiles BoxPush for 2 devices (~5 min cold); integration tier
+@pytest.mark.long  # compiles BoxPush for 2 devices (~5 min cold); integration tier
 def test_two_devices_match_one_boxpush(boxpush, tmp_path):
     kw = dict(BOXPUSH, num_timesteps=3 * ITER_STEPS, num_evals=0, seed=0)
     _check_two_devices(boxpush, "BoxPush-v0", kw, tmp_path, rtol=2e-3)
