@@ -101,6 +101,14 @@ def _loop(env: str, algos: str, seeds: str, steps: int, evals: int, out: str, co
 
 _BOX = "BoxPush-v0"
 _CFG = "baselines/configs/"
+def _box_131k(name: str, algos: str, seeds: str) -> "Comparison":
+    """A BoxPush comparison at 131,072 env steps (16 evaluations) under
+    ``baselines/configs/BoxPush-v0.<name>.json``, written to ``BoxPush-v0/<name>``."""
+    config = _CFG + f"BoxPush-v0.{name}.json"
+    return Comparison(f"BoxPush-v0/{name}", _BOX, 131_072, 16,
+                      _loop(_BOX, algos, seeds, 131_072, 16, f"BoxPush-v0/{name}", config), config)
+
+
 COMPARISONS: Dict[str, Comparison] = {c.key: c for c in (
     Comparison("BoxPush-v0/long", _BOX, 2_097_152, 32,
                _loop(_BOX, "sb3_ppo shac_exact shac_bcg brax_ppo", "0 1 2", 2_097_152, 32, "BoxPush-v0/long")
@@ -124,21 +132,11 @@ COMPARISONS: Dict[str, Comparison] = {c.key: c for c in (
                "for algo in shac_exact shac_bcg; do\n"
                "  python -m baselines.compare --env PlanarHand-v0 --algos $algo --seeds 0 1 2 --steps 1048576 "
                "--evals 16 --out $O\ndone"),
-    Comparison("BoxPush-v0/stiff_2ms", _BOX, 131_072, 16,
-               _loop(_BOX, "shac_exact shac_bcg sb3_ppo", "0 1 2", 131_072, 16, "BoxPush-v0/stiff_2ms",
-                     _CFG + "BoxPush-v0.stiff_2ms.json"), _CFG + "BoxPush-v0.stiff_2ms.json"),
-    Comparison("BoxPush-v0/penalty_k300", _BOX, 131_072, 16,
-               _loop(_BOX, "shac_exact shac_bcg sb3_ppo", "0 1 2", 131_072, 16, "BoxPush-v0/penalty_k300",
-                     _CFG + "BoxPush-v0.penalty_k300.json"), _CFG + "BoxPush-v0.penalty_k300.json"),
-    Comparison("BoxPush-v0/penalty_k300_h64", _BOX, 131_072, 16,
-               _loop(_BOX, "shac_exact shac_bcg", "0 1 2 3 4", 131_072, 16, "BoxPush-v0/penalty_k300_h64",
-                     _CFG + "BoxPush-v0.penalty_k300_h64.json"), _CFG + "BoxPush-v0.penalty_k300_h64.json"),
-    Comparison("BoxPush-v0/penalty_k30000", _BOX, 131_072, 16,
-               _loop(_BOX, "shac_exact shac_bcg sb3_ppo", "0 1 2", 131_072, 16, "BoxPush-v0/penalty_k30000",
-                     _CFG + "BoxPush-v0.penalty_k30000.json"), _CFG + "BoxPush-v0.penalty_k30000.json"),
-    Comparison("BoxPush-v0/penalty_k30000_h64", _BOX, 131_072, 16,
-               _loop(_BOX, "shac_exact shac_bcg", "0 1 2", 131_072, 16, "BoxPush-v0/penalty_k30000_h64",
-                     _CFG + "BoxPush-v0.penalty_k30000_h64.json"), _CFG + "BoxPush-v0.penalty_k30000_h64.json"),
+    _box_131k("stiff_2ms", "shac_exact shac_bcg sb3_ppo", "0 1 2"),
+    _box_131k("penalty_k300", "shac_exact shac_bcg sb3_ppo", "0 1 2"),
+    _box_131k("penalty_k300_h64", "shac_exact shac_bcg", "0 1 2 3 4"),
+    _box_131k("penalty_k30000", "shac_exact shac_bcg sb3_ppo", "0 1 2"),
+    _box_131k("penalty_k30000_h64", "shac_exact shac_bcg", "0 1 2"),
     Comparison("G1Jump-v0/cpu_budget", "G1Jump-v0", 262_144, 8,
                "C=baselines/configs/G1Jump-v0.gpu.json O=baselines/results/G1Jump-v0/cpu_budget\n"
                "for algo in sb3_ppo shac_bcg shac_exact; do\n"
