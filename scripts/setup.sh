@@ -16,4 +16,4 @@ PY=${PYTHON:-python3}
 python -m pip install -q --upgrade pip
 # The CPU build of torch first: a bare torch requirement would pull a multi-GB CUDA build.
 python -m pip install -q torch==2.13.0
-python -m pip install -q -e ".[baselines,dev]"
+python -m pip install -q -e ".[baselines,onnx,dev]"

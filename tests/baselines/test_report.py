@@ -24,7 +24,8 @@ def test_results_page_is_fresh():
         pytest.fail(f"baselines/results/README.md is stale; run `python -m baselines.report`:\n{diff}")
 
 
-def test_check_mode_reports_a_stale_page(tmp_path, capsys):
+def test_check_mode_reports_a_stale_page(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(report, "build", lambda figures=False: "# Baseline results, generated\n")
     stale = tmp_path / "README.md"
     stale.write_text("# Baseline results\n")
     assert report.main(["--check", "--out", str(stale)]) == 1
@@ -122,3 +123,35 @@ def test_curves_keep_one_colour_per_algorithm_and_a_legend_per_panel(tmp_path, m
             for algo in runs:
                 if line.get_label().startswith(algo):
                     assert matplotlib.colors.same_color(line.get_color(), compare.ALGORITHM_COLORS[algo])
+
+
+def _runs_with_final_success(values_per_algo):
+    return {algo: [[{"eval_success": v, "eval_return": 0.0, "eval_episodes": 64}] for v in values]
+            for algo, values in values_per_algo.items()}
+
+
+def test_rliable_iqm_and_probability_of_improvement_match_hand_computation():
+    """The table's point estimates equal an interquartile mean from scipy and a
+    probability of improvement counted pair by pair (ties half); intervals bracket them."""
+    from scipy import stats
+
+    ppo = [0.0, 0.1, 0.1, 0.3, 0.9]
+    shac = [0.2, 0.1, 0.5, 0.6, 0.7, 0.4, 0.0, 0.8]
+    text = report.rliable_table(_runs_with_final_success({"sb3_ppo": ppo, "shac_exact": shac}))
+    rows = {line.split("|")[1].strip(): line.split("|")[2:-1] for line in text.splitlines() if line.startswith("| ")}
+    for algo, values in (("sb3_ppo", ppo), ("shac_exact", shac)):
+        estimate = rows[algo][1].strip()
+        point = float(estimate.split(" %")[0])
+        low, high = (float(v) for v in estimate.split("[")[1].rstrip("]").split(","))
+        assert point == pytest.approx(100 * stats.trim_mean(values, 0.25), abs=0.051)
+        assert low <= point <= high
+    wins = sum((s > p) + 0.5 * (s == p) for s in shac for p in ppo) / (len(shac) * len(ppo))
+    cell = rows["P(shac_exact > sb3_ppo)"][0].strip()
+    assert float(cell.split(" ")[0]) == pytest.approx(wins, abs=0.005)
+    low, high = (float(v) for v in cell.split("[")[1].rstrip("]").split(","))
+    assert low <= wins <= high and high - low > 0.1
+
+
+def test_rliable_table_is_deterministic():
+    runs = _runs_with_final_success({"brax_ppo": [0.1, 0.2, 0.0], "shac_bcg": [0.3, 0.5, 0.2]})
+    assert report.rliable_table(runs) == report.rliable_table(runs)
