@@ -1,7 +1,7 @@
 """Derivative-free vs first-order learning, every algorithm scored by one protocol.
 
     python -m baselines.compare --env BoxPush-v0 --steps 200000 --seeds 0 1 2 \
-        --algos sb3_ppo brax_ppo shac_exact shac_bcg brax_apg --out baselines/results/BoxPush-v0
+        --algos sb3_ppo brax_ppo shac_exact shac_bcg brax_apg --out runs/BoxPush-v0
 
 The protocol. At each evaluation point, every algorithm's policy is run by the same code
 (``evaluate``): its deterministic action (the Gaussian's mean; SB3's
