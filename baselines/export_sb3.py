@@ -1,8 +1,9 @@
 """Export a stable-baselines3 PPO policy (and its ``VecNormalize`` statistics) to the
-framework-free ``.npz`` of ``bcg_envs.export``, run with NumPy alone by ``NumpyPolicy``.
+framework-free ``.npz`` of ``bcg_envs.export``, run with NumPy alone by ``NumpyPolicy``,
+or (``--format onnx``) to the same computation in ONNX.
 
     python -m baselines.export_sb3 --model <run>/model.zip --stats <run>/vecnormalize.pkl \\
-        --env G1Jump-v0 --out policy.npz
+        --env G1Jump-v0 --out policy.npz [--format onnx]
 
 What is exported is SB3's deterministic ``predict`` for an ``MlpPolicy`` on a flat Box
 observation: the normalized observation ``clip((obs - mean) / sqrt(var + eps), -c, c)``
@@ -20,7 +21,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from bcg_envs.export import FORMAT_VERSION, write_policy
+from bcg_envs.export import FORMAT_VERSION, FORMATS, write_policy
 
 #: SB3's activation classes (torch.nn) by the export format's names.
 _ACTIVATIONS = {"Tanh": "tanh", "ReLU": "relu", "ELU": "elu", "SiLU": "silu"}
@@ -78,11 +79,13 @@ def saved_policy_arrays(model_path: Path, stats_path: Optional[Path]) -> Dict[st
     return sb3_policy_arrays(model, vec_normalize)
 
 
-def export_sb3(model_path: Path, stats_path: Optional[Path], out: Path, env_id: str = "") -> Path:
-    """Load an SB3 PPO ``model.zip`` (and ``vecnormalize.pkl``) and write the ``.npz``."""
+def export_sb3(model_path: Path, stats_path: Optional[Path], out: Path, env_id: str = "", *,
+               format: str = "npz") -> Path:
+    """Load an SB3 PPO ``model.zip`` (and ``vecnormalize.pkl``) and write it to ``out`` as
+    ``format`` (``"npz"`` or ``"onnx"``, ``bcg_envs.export.write_policy``)."""
     arrays = saved_policy_arrays(model_path, stats_path)
     arrays["env_id"] = np.asarray(env_id)
-    return write_policy(arrays, out)
+    return write_policy(arrays, out, format=format)
 
 
 def main(argv: Optional[List[str]] = None) -> None:
@@ -90,9 +93,11 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--model", required=True, help="SB3 PPO model.zip")
     parser.add_argument("--stats", default=None, help="VecNormalize statistics (vecnormalize.pkl); none: raw observations")
     parser.add_argument("--env", default="", help="environment id stored with the policy")
-    parser.add_argument("--out", required=True, help="the .npz to write")
+    parser.add_argument("--out", required=True, help="the file to write")
+    parser.add_argument("--format", default="npz", choices=list(FORMATS), help="file format (default: npz)")
     args = parser.parse_args(argv)
-    out = export_sb3(Path(args.model), Path(args.stats) if args.stats else None, Path(args.out), args.env)
+    out = export_sb3(Path(args.model), Path(args.stats) if args.stats else None, Path(args.out), args.env,
+                     format=args.format)
     print(f"wrote {out}")
 
 

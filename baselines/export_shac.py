@@ -1,8 +1,9 @@
 """Export the final policy of a SHAC run of ``baselines.compare`` (its newest checkpoint)
-to the framework-free ``.npz`` of ``bcg_envs.export``, run with NumPy alone by ``NumpyPolicy``.
+to the framework-free ``.npz`` of ``bcg_envs.export``, run with NumPy alone by ``NumpyPolicy``,
+or (``--format onnx``) to the same computation in ONNX.
 
     python -m baselines.export_shac --checkpoint <out>/checkpoints/shac_exact_seed0 \\
-        --env G1Jump-v0 --out policy.npz
+        --env G1Jump-v0 --out policy.npz [--format onnx]
 
 What is exported is SHAC's deterministic policy: the normalized observation, the actor's
 Dense -> activation -> LayerNorm blocks, and ``tanh`` of the mean. The network's shape comes
@@ -17,7 +18,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
-from bcg_envs.export import policy_arrays, write_policy
+from bcg_envs.export import FORMATS, policy_arrays, write_policy
 
 
 def checkpoint_policy_arrays(checkpoint: Path) -> Dict[str, np.ndarray]:
@@ -29,20 +30,22 @@ def checkpoint_policy_arrays(checkpoint: Path) -> Dict[str, np.ndarray]:
                          layer_norm=network.layer_norm, normalize_observations=network.normalize_observations)
 
 
-def export_shac(checkpoint: Path, out: Path, env_id: str = "") -> Path:
-    """Write the ``.npz`` of the SHAC checkpoint ``checkpoint``; returns the path written."""
+def export_shac(checkpoint: Path, out: Path, env_id: str = "", *, format: str = "npz") -> Path:
+    """Write the policy of the SHAC checkpoint ``checkpoint`` to ``out`` as ``format`` (``"npz"``
+    or ``"onnx"``, ``bcg_envs.export.write_policy``); returns the path written."""
     arrays = checkpoint_policy_arrays(checkpoint)
     arrays["env_id"] = np.asarray(env_id)
-    return write_policy(arrays, out)
+    return write_policy(arrays, out, format=format)
 
 
 def main(argv: Optional[List[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--checkpoint", required=True, help="a SHAC checkpoint file or a directory of them (its newest)")
     parser.add_argument("--env", default="", help="environment id stored with the policy")
-    parser.add_argument("--out", required=True, help="the .npz to write")
+    parser.add_argument("--out", required=True, help="the file to write")
+    parser.add_argument("--format", default="npz", choices=list(FORMATS), help="file format (default: npz)")
     args = parser.parse_args(argv)
-    print(f"wrote {export_shac(Path(args.checkpoint), Path(args.out), args.env)}")
+    print(f"wrote {export_shac(Path(args.checkpoint), Path(args.out), args.env, format=args.format)}")
 
 
 if __name__ == "__main__":

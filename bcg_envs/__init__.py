@@ -12,10 +12,12 @@ os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
 import contextlib  # noqa: E402
 import io  # noqa: E402
 
-from bcg_envs import cpu_runtime  # noqa: E402
+from bcg_envs import cpu_runtime, process_safety  # noqa: E402
 
 # Before anything can create JAX's CPU client: one intra-op thread (no batched-solve deadlock).
 cpu_runtime.install()
+# A worker forked after JAX started raises ForkedAfterJaxError (what to pass) instead of hanging.
+process_safety.install()
 
 # MJX prints "Failed to import warp" on import where the optional GPU backend (warp) is
 # absent, as on every CPU install; keep that line out of users' output.

@@ -17,6 +17,16 @@ import numpy as np
 from bcg_envs.gradients.config import ESTIMATORS
 
 
+def device_summary() -> str:
+    """JAX's first device as ``platform (device kind)``, e.g. ``gpu (NVIDIA H200)`` or
+    ``cpu (cpu)``, with the device count and the jax version: the report's header."""
+    import jax
+
+    devices = jax.devices()
+    return (f"{devices[0].platform} ({devices[0].device_kind}), {len(devices)} device{'s' if len(devices) > 1 else ''}, "
+            f"jax {jax.__version__}")
+
+
 def _median_seconds(fn, repeats: int) -> float:
     times = []
     for _ in range(repeats):

@@ -13,7 +13,7 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 #: The parser's description (``--help``).
 DESCRIPTION = ("Differentiable MuJoCo environments with Bundled Contact Gradients: list the envs, run the demo, "
@@ -331,6 +331,7 @@ def _cmd_bench(args) -> None:
     check_env_id(args.env)
     from bcg_envs import bench
 
+    print(f"bcg-envs bench, {args.env}, device: {bench.device_summary()}", flush=True)
     if "step" in args.tables:
         print(bench.report(bench.run(args.env, num_envs=args.num_envs, estimators=args.estimators)), flush=True)
     if "rollout" in args.tables:
@@ -346,19 +347,57 @@ def _cmd_bench(args) -> None:
         print(bench.report_shac_iterations(rows, args.env, args.rollout_envs, args.horizon))
 
 
-def _cmd_export(args) -> None:
-    check_run_folder(args.run)
-    from bcg_envs.export import NumpyPolicy, export_policy
+def export_source(args) -> Tuple[str, Path, str]:
+    """``("run", folder, format)`` or ``("policy", file, format)`` from ``export``'s options
+    (``--format``, else npz for ``--run`` and onnx for ``--policy``); ``UsageError`` unless
+    exactly one of ``--run`` and ``--policy`` is given and names a folder or file."""
+    if (args.run is None) == (args.policy is None):
+        given = "both" if args.run is not None else "neither"
+        raise UsageError(f"export takes exactly one of --run DIR (a SHAC run folder) and --policy FILE.npz "
+                         f"(an exported policy to convert), got {given}")
+    if args.run is not None:
+        return "run", check_run_folder(args.run), args.format or "npz"
+    fmt = args.format or "onnx"
+    if fmt == "npz":
+        raise UsageError(f"--policy {args.policy} is an .npz already; --policy converts one to --format onnx")
+    path = Path(args.policy)
+    if not path.is_file():
+        raise UsageError(f"--policy {args.policy}: no such file (give a .npz written by bcg-envs export, "
+                         "baselines.export_sb3 or baselines.export_shac)")
+    return "policy", path, fmt
 
-    out = Path(args.out) if args.out is not None else Path(args.run) / f"policy.{args.format}"
-    path = export_policy(args.run, out, format=args.format)
-    policy = NumpyPolicy.load(path)
-    print(f"wrote {path} (layer sizes {policy.layer_sizes}, {policy.activation}, layer norm {policy.layer_norm}, "
-          f"observation normalizer {policy.normalize_observations})")
-    print("use: from bcg_envs.export import NumpyPolicy; action = NumpyPolicy.load(path)(obs)")
+
+def _cmd_export(args) -> None:
+    kind, source, fmt = export_source(args)
+    from bcg_envs import export
+
+    if kind == "run":
+        out = Path(args.out) if args.out is not None else source / f"policy.{fmt}"
+        arrays = export.run_policy_arrays(source)
+    else:
+        out = Path(args.out) if args.out is not None else source.with_suffix(f".{fmt}")
+        try:
+            arrays = export.read_policy_arrays(source)
+            export.NumpyPolicy(arrays)
+        except (OSError, ValueError, KeyError) as err:
+            raise UsageError(f"--policy {source}: not a policy file of bcg_envs.export ({err})") from None
+    try:
+        path = export.write_policy(arrays, out, format=fmt)
+    except ImportError as err:
+        raise UsageError(f"--format {fmt}: {err}") from None
+    policy = export.NumpyPolicy(arrays)
+    print(f"wrote {path} (env {policy.env_id or '?'}, layer sizes {policy.layer_sizes}, {policy.activation}, "
+          f"layer norm {policy.layer_norm}, observation normalizer {policy.normalize_observations}, "
+          f"output {policy.output})")
+    if fmt == "onnx":
+        print("use: import onnxruntime; action = onnxruntime.InferenceSession(path).run(['action'], "
+              f"{{'obs': obs}})[0]  (obs: float32, shape (batch, {policy.observation_size}))")
+    else:
+        print("use: from bcg_envs.export import NumpyPolicy; action = NumpyPolicy.load(path)(obs)")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from bcg_envs.export import FORMATS
     from bcg_envs.gradients.config import ESTIMATORS
 
     parser = argparse.ArgumentParser(prog="bcg-envs", description=DESCRIPTION, formatter_class=_HelpFormatter)
@@ -413,12 +452,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="mjx: the JAX env; mujoco: the MuJoCo C transfer check next to MJX")
     p.set_defaults(fn=_cmd_evaluate)
 
-    p = sub.add_parser("export", help="write a trained policy as a framework-free file",
-                       description="Write a SHAC run's deterministic policy (observation normalizer included) as .npz; "
-                       "run it with bcg_envs.export.NumpyPolicy.load(path)(obs).")
-    p.add_argument("--run", required=True, help="run folder written by bcg-envs train")
-    p.add_argument("--format", default="npz", choices=["npz"], help="file format")
-    p.add_argument("--out", default=None, help="file to write (default: RUN/policy.npz)")
+    p = sub.add_parser("export", help="write a trained policy as a framework-free file (.npz or ONNX)",
+                       description="Write a SHAC run's deterministic policy (observation normalizer included) as .npz "
+                       "(run it with bcg_envs.export.NumpyPolicy.load(path)(obs)) or as ONNX (input obs, output action; "
+                       'needs pip install "bcg-envs[onnx]"), or convert an exported .npz (a shipped policy of '
+                       "bcg_envs/assets/policies, one from baselines.export_sb3) to ONNX. Give exactly one of --run "
+                       "and --policy.")
+    p.add_argument("--run", default=None, metavar="DIR", help="run folder written by bcg-envs train")
+    p.add_argument("--policy", default=None, metavar="FILE", help="exported policy .npz to convert to --format onnx")
+    p.add_argument("--format", default=None, choices=list(FORMATS),
+                   help="file format: npz or onnx (default: npz for --run, onnx for --policy)")
+    p.add_argument("--out", default=None,
+                   help="file to write (default: DIR/policy.FORMAT for --run, the --policy file with suffix .onnx)")
     p.set_defaults(fn=_cmd_export)
 
     p = sub.add_parser("gradcheck", help="exact Jacobians vs MuJoCo C finite differences")

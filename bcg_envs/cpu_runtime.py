@@ -78,7 +78,9 @@ def call_seeing_one_cpu(make: Callable[[], Any]) -> Any:
                 pass
 
 
-def _cpu_backends_created() -> bool:
+def jax_backends_created() -> bool:
+    """Whether JAX has created its clients (CPU and any accelerator) in this process: they
+    are made lazily, by the first computation or device query, and start XLA's threads."""
     from jax._src import xla_bridge  # no public query exists in jax 0.10
 
     return xla_bridge.backends_are_initialized()
@@ -97,7 +99,7 @@ def install() -> bool:
         return True
     if not one_thread_wanted():
         return False
-    if _cpu_backends_created():
+    if jax_backends_created():
         warnings.warn(
             "JAX created its CPU client before bcg_envs was imported, so its intra-op pool keeps one "
             "thread per CPU, where batched contact solves can deadlock (jax-ml/jax#25861). Import "

@@ -257,7 +257,7 @@ def side_by_side_video(path: Path, policies: Dict[str, Any], seed: int) -> None:
 def boxpush_section(out: Path, episodes: int, video: bool = True) -> Dict[str, Any]:
     """Section 2: the shipped BoxPush policies with the scripted and do-nothing references."""
     from bcg_envs.envs.evaluation import run_episodes
-    from bcg_envs.envs.resources import trained_policy
+    from bcg_envs.export import trained_policy
 
     env_id = "BoxPush-v0"
     print(f"The shipped policies of SB3 PPO and SHAC exact ({SHIPPED_ENV_STEPS[env_id]:,} env steps each) on "

@@ -1,9 +1,9 @@
-"""Export a trained SHAC policy to a framework-free ``.npz`` and run it with NumPy alone.
+"""Export a trained policy to a framework-free ``.npz`` (run with NumPy alone) or to ONNX.
 
 ``export_policy(run_dir, path)`` writes the deterministic policy of a run folder
 (``bcg_envs.learners.runs``): the actor MLP's weights, the observation normalizer's
 mean/variance, the activation, the LayerNorm flag and the layer sizes.
-``NumpyPolicy.load(path)(obs)`` recomputes ``tanh(mean)`` exactly as
+``NumpyPolicy.load(path)(obs)`` (``bcg_envs.numpy_policy``) recomputes ``tanh(mean)`` exactly as
 ``shac.make_inference_fn(...)(params, deterministic=True)`` does, with no JAX or flax:
 
 * ``x = (obs - mean) / sqrt(var + 1e-5)`` (if the run normalized observations);
@@ -22,38 +22,58 @@ when ``normalize_observations``, and the scalars ``activation``, ``layer_norm``,
 ``normalize_observations``, ``obs_eps``, ``ln_eps``, ``env_id``, ``format_version``; since
 format 2, optionally ``obs_clip`` (default: none) and ``output`` (``"tanh"``, the default,
 or ``"clip"``).
+
+``format="onnx"`` (``write_policy``, ``export_policy``; needs ``pip install "bcg-envs[onnx]"``)
+writes the same computation as an ONNX graph (``onnx_model``): input ``obs`` (float32,
+``(batch, observation size)``), output ``action`` (float32, ``(batch, action size)``), and the
+env id and format version in the model's metadata.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable, Dict, Union
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Dict, List, Union
 
 import numpy as np
 
-FORMAT_VERSION = 2
-#: How the output layer becomes an action in [-1, 1].
-OUTPUTS = ("tanh", "clip")
-#: The normalizer's epsilon (``networks.normalize``) and flax LayerNorm's default epsilon.
-OBS_EPS = 1e-5
-LN_EPS = 1e-6
+from bcg_envs.envs.resources import trained_policy_path
+from bcg_envs.numpy_policy import (  # noqa: F401  (the format's names, also importable from here)
+    ACTIVATIONS,
+    FORMAT_VERSION,
+    LN_EPS,
+    OBS_EPS,
+    OUTPUTS,
+    NumpyPolicy,
+    read_policy_arrays,
+)
 
-_ACTIVATIONS: Dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "elu": lambda x: np.where(x > 0, x, np.expm1(np.minimum(x, 0.0))),
-    "relu": lambda x: np.maximum(x, 0.0),
-    "tanh": np.tanh,
-    "silu": lambda x: x / (1.0 + np.exp(-x)),
-}
+if TYPE_CHECKING:
+    import onnx
+
+#: File formats of ``write_policy`` and ``export_policy``.
+FORMATS = ("npz", "onnx")
+#: ONNX opset of the exported graphs: 17 is the first with ``LayerNormalization``.
+ONNX_OPSET = 17
+#: How to install what ``format="onnx"`` needs.
+ONNX_INSTALL = 'pip install "bcg-envs[onnx]"'
 
 
 def export_policy(run_dir: Union[str, Path], path: Union[str, Path], *, format: str = "npz") -> Path:
-    """Write the deterministic policy of the SHAC run folder ``run_dir`` to ``path`` (.npz).
+    """Write the deterministic policy of the SHAC run folder ``run_dir`` to ``path``
+    (``format`` ``"npz"`` or ``"onnx"``).
 
     Returns the path written. Raises ``FileNotFoundError`` if ``run_dir`` is not a
-    finished run and ``ValueError`` for an unsupported ``format``.
+    finished run, ``ValueError`` for an unsupported ``format`` and ``ImportError`` if
+    ``"onnx"`` is asked for without the onnx package.
     """
-    if format != "npz":
-        raise ValueError(f"format must be 'npz', got {format!r}")
+    check_format(format)
+    return write_policy(run_policy_arrays(run_dir), path, format=format)
+
+
+def run_policy_arrays(run_dir: Union[str, Path]) -> Dict[str, np.ndarray]:
+    """The arrays of the format of the SHAC run folder ``run_dir``'s deterministic policy, its
+    env id included (``FileNotFoundError`` if ``run_dir`` is not a finished run)."""
     from bcg_envs.learners.runs import load_run
 
     config, params, _ = load_run(run_dir)
@@ -68,17 +88,37 @@ def export_policy(run_dir: Union[str, Path], path: Union[str, Path], *, format: 
         normalize_observations=learner.get("normalize_observations", True),
     )
     arrays["env_id"] = np.asarray(str(config.get("env_id", "")))
-    return write_policy(arrays, path)
+    return arrays
 
 
-def write_policy(arrays: Dict[str, np.ndarray], path: Union[str, Path]) -> Path:
-    """Write the arrays of the format (checked by building a ``NumpyPolicy``) to ``path``."""
+def check_format(format: str) -> str:
+    """``format`` if it is one of ``FORMATS``, else ``ValueError``."""
+    if format not in FORMATS:
+        raise ValueError(f"format must be one of {FORMATS}, got {format!r}")
+    return format
+
+
+def write_policy(arrays: Dict[str, np.ndarray], path: Union[str, Path], *, format: str = "npz") -> Path:
+    """Write the arrays of the format (checked by building a ``NumpyPolicy``) to ``path``
+    as ``format`` ``"npz"`` (the arrays themselves) or ``"onnx"`` (``onnx_model``'s graph)."""
+    check_format(format)
+    if format == "onnx":
+        return write_onnx(arrays, path)
     NumpyPolicy(arrays)
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("wb") as f:  # a file object keeps numpy from appending ".npz"
         np.savez(f, **arrays)
     return out
+
+
+def trained_policy(env_id: str, learner: str = "sb3_ppo") -> NumpyPolicy:
+    """The shipped closed-loop policy of ``env_id`` trained by ``learner`` (``"sb3_ppo"`` or
+    ``"shac_exact"``; the env's default observation and action mode as trained):
+    ``observation -> action`` in NumPy. The file is ``bcg_envs.envs.resources.trained_policy_path``;
+    how each was trained and exported is in docs/environments.md. ``FileNotFoundError``
+    names the ids that have one."""
+    return NumpyPolicy.load(trained_policy_path(env_id, learner))
 
 
 def policy_arrays(
@@ -90,8 +130,8 @@ def policy_arrays(
     normalize_observations: bool = True,
 ) -> Dict[str, np.ndarray]:
     """The arrays of the export format from SHAC ``params`` (``{"normalizer", "actor", ...}``)."""
-    if activation not in _ACTIVATIONS:
-        raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {activation!r}")
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {activation!r}")
     hidden = [int(w) for w in actor_hidden]
     actor = params["actor"]
     actor = actor.get("params", actor)
@@ -129,66 +169,97 @@ def policy_arrays(
     return arrays
 
 
-class NumpyPolicy:
-    """Deterministic MLP policy in NumPy: ``policy(obs) -> action`` (float32, in [-1, 1]).
+def import_onnx() -> ModuleType:
+    """The ``onnx`` module, else an ``ImportError`` that says how to install it."""
+    try:
+        import onnx
+    except ImportError as err:
+        raise ImportError(f"ONNX export needs the onnx package: {ONNX_INSTALL}") from err
+    return onnx
 
-    ``obs`` has shape ``(..., observation_size)``; the math runs in float64.
+
+def onnx_model(arrays: Dict[str, np.ndarray], *, opset: int = ONNX_OPSET) -> "onnx.ModelProto":
+    """The policy of the format's ``arrays`` as a checked ONNX model (float32 throughout).
+
+    Graph: ``obs`` (``(batch, observation size)``) -> ``Sub`` mean, ``Div`` std and ``Clip`` at
+    ``obs_clip`` (when normalized) -> per hidden layer ``MatMul``, ``Add``, the activation
+    (``Elu``, ``Relu``, ``Tanh``, or ``Sigmoid`` and ``Mul`` for silu) and
+    ``LayerNormalization`` (when ``layer_norm``) -> ``MatMul``, ``Add`` -> ``Tanh`` or
+    ``Clip`` to [-1, 1] -> ``action``. The metadata holds ``env_id``, ``format_version``
+    (of the ``.npz`` format the graph computes), ``output`` and ``layer_sizes``.
     """
+    onnx = import_onnx()
+    from onnx import TensorProto, helper, numpy_helper
 
-    def __init__(self, arrays: Dict[str, np.ndarray]):
-        self.layer_sizes = [int(s) for s in np.asarray(arrays["layer_sizes"])]
-        self.activation = str(arrays["activation"])
-        if self.activation not in _ACTIVATIONS:
-            raise ValueError(f"activation must be one of {sorted(_ACTIVATIONS)}, got {self.activation!r}")
-        self.layer_norm = bool(arrays["layer_norm"])
-        self.normalize_observations = bool(arrays["normalize_observations"])
-        self.obs_eps = float(arrays.get("obs_eps", OBS_EPS))
-        self.ln_eps = float(arrays.get("ln_eps", LN_EPS))
-        self.env_id = str(arrays.get("env_id", ""))
-        self.obs_clip = float(arrays.get("obs_clip", np.inf))
-        self.output = str(arrays.get("output", "tanh"))
-        if self.output not in OUTPUTS:
-            raise ValueError(f"output must be one of {OUTPUTS}, got {self.output!r}")
-        n = len(self.layer_sizes) - 1
-        f64 = lambda k: np.asarray(arrays[k], np.float64)  # noqa: E731
-        self.kernels = [f64(f"kernel_{i}") for i in range(n)]
-        self.biases = [f64(f"bias_{i}") for i in range(n)]
-        self.ln = [(f64(f"ln_scale_{i}"), f64(f"ln_bias_{i}")) for i in range(n - 1)] if self.layer_norm else []
-        if self.normalize_observations:
-            self.obs_mean, self.obs_std = f64("obs_mean"), np.sqrt(f64("obs_var") + self.obs_eps)
+    if opset < ONNX_OPSET:
+        raise ValueError(f"opset must be >= {ONNX_OPSET} (LayerNormalization), got {opset}")
+    policy = NumpyPolicy(arrays)
+    nodes: List[Any] = []
+    initializers: List[Any] = []
 
-    @classmethod
-    def load(cls, path: Union[str, Path]) -> "NumpyPolicy":
-        """Read a file written by ``export_policy``."""
-        with np.load(Path(path), allow_pickle=False) as data:
-            arrays = {k: data[k] for k in data.files}
-        version = int(arrays.get("format_version", FORMAT_VERSION))
-        if version > FORMAT_VERSION:
-            raise ValueError(f"{path}: format_version {version} is newer than this reader ({FORMAT_VERSION})")
-        return cls(arrays)
+    def const(name: str, value) -> str:
+        initializers.append(numpy_helper.from_array(np.asarray(value, np.float32), name))
+        return name
 
-    @property
-    def observation_size(self) -> int:
-        return self.layer_sizes[0]
+    def node(op: str, inputs: List[str], output: str, **attributes) -> str:
+        nodes.append(helper.make_node(op, inputs, [output], name=output, **attributes))
+        return output
 
-    @property
-    def action_size(self) -> int:
-        return self.layer_sizes[-1]
+    x = "obs"
+    if policy.normalize_observations:
+        x = node("Sub", [x, const("obs_mean", policy.obs_mean)], "obs_centered")
+        x = node("Div", [x, const("obs_std", policy.obs_std)], "obs_normalized")
+        if np.isfinite(policy.obs_clip):
+            x = node("Clip", [x, const("obs_clip_min", -policy.obs_clip), const("obs_clip_max", policy.obs_clip)],
+                     "obs_clipped")
+    hidden = len(policy.kernels) - 1
+    for i in range(hidden + 1):
+        x = node("MatMul", [x, const(f"kernel_{i}", policy.kernels[i])], f"dense_{i}_matmul")
+        x = node("Add", [x, const(f"bias_{i}", policy.biases[i])], f"dense_{i}")
+        if i == hidden:
+            break
+        if policy.activation == "elu":
+            x = node("Elu", [x], f"elu_{i}", alpha=1.0)
+        elif policy.activation == "relu":
+            x = node("Relu", [x], f"relu_{i}")
+        elif policy.activation == "tanh":
+            x = node("Tanh", [x], f"tanh_{i}")
+        else:  # silu: x * sigmoid(x)
+            x = node("Mul", [x, node("Sigmoid", [x], f"sigmoid_{i}")], f"silu_{i}")
+        if policy.layer_norm:
+            scale, bias = policy.ln[i]
+            x = node("LayerNormalization", [x, const(f"ln_scale_{i}", scale), const(f"ln_bias_{i}", bias)],
+                     f"layer_norm_{i}", axis=-1, epsilon=policy.ln_eps)
+    if policy.output == "tanh":
+        node("Tanh", [x], "action")
+    else:
+        node("Clip", [x, const("action_min", -1.0), const("action_max", 1.0)], "action")
 
-    def __call__(self, obs: np.ndarray) -> np.ndarray:
-        x = np.asarray(obs, np.float64)
-        if x.shape[-1:] != (self.observation_size,):
-            raise ValueError(f"obs must have shape (..., {self.observation_size}), got {x.shape}")
-        if self.normalize_observations:
-            x = np.clip((x - self.obs_mean) / self.obs_std, -self.obs_clip, self.obs_clip)
-        act = _ACTIVATIONS[self.activation]
-        for i in range(len(self.kernels) - 1):
-            x = act(x @ self.kernels[i] + self.biases[i])
-            if self.layer_norm:
-                scale, bias = self.ln[i]
-                mean = x.mean(axis=-1, keepdims=True)
-                var = np.square(x - mean).mean(axis=-1, keepdims=True)
-                x = (x - mean) / np.sqrt(var + self.ln_eps) * scale + bias
-        out = x @ self.kernels[-1] + self.biases[-1]
-        out = np.tanh(out) if self.output == "tanh" else np.clip(out, -1.0, 1.0)
-        return out.astype(np.float32)
+    graph = helper.make_graph(
+        nodes, "bcg_envs_policy",
+        [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["batch", policy.observation_size])],
+        [helper.make_tensor_value_info("action", TensorProto.FLOAT, ["batch", policy.action_size])],
+        initializer=initializers,
+    )
+    opsets = [helper.make_opsetid("", opset)]
+    model = helper.make_model(graph, opset_imports=opsets, producer_name="bcg_envs",
+                              doc_string=f"deterministic policy of {policy.env_id or 'an unnamed env'}")
+    model.ir_version = helper.find_min_ir_version_for(opsets)  # readable by the oldest runtimes of the opset
+    helper.set_model_props(model, {
+        "env_id": policy.env_id,
+        "format_version": str(FORMAT_VERSION),
+        "output": policy.output,
+        "layer_sizes": " ".join(str(s) for s in policy.layer_sizes),
+    })
+    onnx.checker.check_model(model, full_check=True)
+    return model
+
+
+def write_onnx(arrays: Dict[str, np.ndarray], path: Union[str, Path]) -> Path:
+    """Write ``onnx_model(arrays)`` to ``path``; returns the path written."""
+    onnx = import_onnx()
+    model = onnx_model(arrays)
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    onnx.save_model(model, str(out))
+    return out

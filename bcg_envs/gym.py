@@ -26,6 +26,7 @@ from gymnasium.vector.utils import batch_space
 from bcg_envs.envs.base import OBS_BOUND, Jacobians, MjxEnv
 from bcg_envs.gradients.config import BundleConfig, check_estimator
 from bcg_envs.mjx_backend import MjxBatchSimulation, MjxSimulation
+from bcg_envs.process_safety import check_process
 from bcg_envs.registry import make_jax
 
 #: The physics backends: ``"mjx"`` (jitted JAX, float32) and ``"mujoco"`` (MuJoCo C, float64).
@@ -187,6 +188,7 @@ def make_simulation(env_name: str, backend: str, jax_env: Optional[MjxEnv], env_
     """The ``Simulation`` of ``backend`` for ``env_name`` (``jax_env`` or one made from
     ``env_kwargs``)."""
     _check_backend(backend)
+    check_process(env_name)
     if jax_env is not None and env_kwargs:
         raise ValueError(f"give either jax_env or env keyword arguments, not both (got {sorted(env_kwargs)})")
     if backend == "mujoco":

@@ -49,7 +49,9 @@ def make_jax(env_id: str, **kwargs: Any):
     ``jax`` functions Brax 0.14.2 still calls (only where they are missing).
     """
     from bcg_envs.compat import enable_brax
+    from bcg_envs.process_safety import check_process
 
+    check_process(env_id)
     enable_brax()
     cls = task_class(env_id)
     try:

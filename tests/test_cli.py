@@ -1,6 +1,7 @@
 """Command line: help texts and defaults, train's --config/--set/--resume parsing, one-line
-errors, the train summary, list, export."""
+errors, the train summary, list, export (.npz and ONNX)."""
 
+import importlib.util
 import json
 from pathlib import Path
 
@@ -121,6 +122,70 @@ def test_export_command(tmp_path, capsys):
     cli.main(["export", "--run", str(run)])
     assert f"wrote {run / 'policy.npz'}" in capsys.readouterr().out
     assert NumpyPolicy.load(run / "policy.npz")(np.zeros(5)).shape == (2,)
+    if importlib.util.find_spec("onnxruntime") is None:
+        return
+    import onnxruntime
+
+    cli.main(["export", "--run", str(run), "--format", "onnx"])
+    out = capsys.readouterr().out
+    assert f"wrote {run / 'policy.onnx'}" in out and "onnxruntime.InferenceSession" in out
+    obs = np.random.default_rng(0).normal(size=(16, 5)).astype(np.float32)
+    (got,) = onnxruntime.InferenceSession(str(run / "policy.onnx")).run(["action"], {"obs": obs})
+    np.testing.assert_allclose(got, NumpyPolicy.load(run / "policy.npz")(obs), atol=1e-5, rtol=0)
+
+
+def test_export_converts_a_shipped_policy_to_onnx(tmp_path, capsys):
+    """``--policy`` turns an exported .npz (here the shipped SB3 PPO policy) into ONNX."""
+    import numpy as np
+
+    from bcg_envs.envs.resources import trained_policy_path
+    from bcg_envs.export import NumpyPolicy
+
+    ort = pytest.importorskip("onnxruntime")
+    shipped = trained_policy_path("BoxPush-v0", "sb3_ppo")
+    cli.main(["export", "--policy", str(shipped), "--out", str(tmp_path / "boxpush.onnx")])
+    out = capsys.readouterr().out
+    assert f"wrote {tmp_path / 'boxpush.onnx'}" in out and "env BoxPush-v0" in out and "output clip" in out
+    obs = np.random.default_rng(0).normal(scale=100.0, size=(64, 17)).astype(np.float32)  # past VecNormalize's clip
+    (got,) = ort.InferenceSession(str(tmp_path / "boxpush.onnx")).run(["action"], {"obs": obs})
+    np.testing.assert_allclose(got, NumpyPolicy.load(shipped)(obs), atol=1e-5, rtol=0)
+
+
+def test_export_input_errors_are_one_line(tmp_path, capsys):
+    from bcg_envs.envs.resources import trained_policy_path
+
+    shipped = str(trained_policy_path("BoxPush-v0"))
+    run = tmp_path / "run"
+    run.mkdir()
+    for name in ("config.json", "params.msgpack"):
+        (run / name).write_text("{}")
+    assert "exactly one of --run DIR (a SHAC run folder) and --policy FILE.npz" in _error_line(
+        capsys, ["export", "--run", str(run), "--policy", shipped])
+    assert "got neither" in _error_line(capsys, ["export", "--format", "onnx"])
+    assert "is an .npz already; --policy converts one to --format onnx" in _error_line(
+        capsys, ["export", "--policy", shipped, "--format", "npz"])
+    missing = str(tmp_path / "missing.npz")
+    assert f"--policy {missing}: no such file" in _error_line(capsys, ["export", "--policy", missing])
+    (tmp_path / "bad.npz").write_text("not a policy")
+    assert "not a policy file of bcg_envs.export" in _error_line(
+        capsys, ["export", "--policy", str(tmp_path / "bad.npz"), "--out", str(tmp_path / "bad.onnx")])
+    assert not (tmp_path / "bad.onnx").exists()
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["export", "--policy", shipped, "--format", "pt"])
+    assert exc.value.code == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "argument --format: invalid choice: 'pt'" in err and "npz" in err and "onnx" in err
+
+
+def test_export_without_onnx_is_a_one_line_error(tmp_path, capsys, monkeypatch):
+    import sys
+
+    from bcg_envs.envs.resources import trained_policy_path
+
+    monkeypatch.setitem(sys.modules, "onnx", None)  # what a missing package looks like to import
+    err = _error_line(capsys, ["export", "--policy", str(trained_policy_path("BoxPush-v0")),
+                               "--out", str(tmp_path / "p.onnx")])
+    assert 'pip install "bcg-envs[onnx]"' in err and not (tmp_path / "p.onnx").exists()
 
 
 @pytest.mark.long
@@ -258,3 +323,18 @@ def test_threads_table_reports_both_settings_and_their_ratio():
                                      "auto": {"step, 64 envs": [100.0, 50.0]}, "auto hung": {}}, "BoxPush-v0")
     assert "| step, 64 envs | 150 | 75 | 2.00 |" in text
     assert "auto hung" in text
+
+
+def test_bench_report_starts_with_the_device(capsys, monkeypatch):
+    import jax
+
+    from bcg_envs import bench
+
+    monkeypatch.setattr(bench, "run", lambda *args, **kwargs: {})
+    monkeypatch.setattr(bench, "report", lambda results: "| step table |")
+    cli.main(["bench", "--env", "BoxPush-v0", "--tables", "step"])
+    lines = capsys.readouterr().out.splitlines()
+    device = jax.devices()[0]
+    assert lines[0].startswith("bcg-envs bench, BoxPush-v0, device: ")
+    assert f"{device.platform} ({device.device_kind})" in lines[0] and f"jax {jax.__version__}" in lines[0]
+    assert lines[1] == "| step table |"

@@ -135,6 +135,9 @@ class MjxEnv(abc.ABC):
     #: Physics timestep (s) under ``contact_model="moreau"`` when ``physics_dt`` is not
     #: given; None keeps the MJCF file's.
     moreau_physics_dt: Optional[float] = None
+    #: ``default_force_threshold`` (N) under ``contact_model="moreau"``, whose impacts are
+    #: softer than MuJoCo's (measured per task); None keeps ``default_force_threshold``.
+    moreau_force_threshold: Optional[float] = None
 
     def __init__(
         self,
@@ -175,6 +178,8 @@ class MjxEnv(abc.ABC):
             else:
                 moreau = params
                 physics_dt = self.moreau_physics_dt if physics_dt is None else physics_dt
+                if self.moreau_force_threshold is not None:
+                    self.default_force_threshold = self.moreau_force_threshold
         else:
             self.contact_stiffness = contact_stiffness or self.default_contact_stiffness
         mj_model = load_model(self.xml_path, self.contact_stiffness, physics_dt=physics_dt, contact_model=contact_model)

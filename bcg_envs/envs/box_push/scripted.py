@@ -26,7 +26,8 @@ from typing import Optional
 
 import numpy as np
 
-from bcg_envs.envs.resources import trained_policy
+from bcg_envs.envs.resources import trained_policy_path
+from bcg_envs.numpy_policy import NumpyPolicy
 
 #: Box half size and pusher radius (m), as in box_push.xml.
 HALF, PUSHER_R = 0.05, 0.025
@@ -157,10 +158,10 @@ def do_nothing(obs: np.ndarray) -> np.ndarray:
 
 #: Named policies of ``python -m bcg_envs.envs.box_push.scripted --policy NAME``; ``trained``
 #: and ``trained_shac`` are the shipped learned policies (SB3 PPO and SHAC exact, the same env
-#: steps each; ``bcg_envs.envs.resources.trained_policy``), reference points beside the script.
+#: steps each; ``bcg_envs.export.trained_policy``), reference points beside the script.
 POLICIES = {"scripted": lambda: scripted_push, "nothing": lambda: do_nothing, "escape": lambda: escape,
-            "trained": lambda: trained_policy("BoxPush-v0", "sb3_ppo"),
-            "trained_shac": lambda: trained_policy("BoxPush-v0", "shac_exact")}
+            "trained": lambda: NumpyPolicy.load(trained_policy_path("BoxPush-v0", "sb3_ppo")),
+            "trained_shac": lambda: NumpyPolicy.load(trained_policy_path("BoxPush-v0", "shac_exact"))}
 
 
 if __name__ == "__main__":

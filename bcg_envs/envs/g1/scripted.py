@@ -9,7 +9,7 @@
 * ``freeze``: PD targets frozen at the episode's start pose (doing nothing);
 * ``escape+`` / ``escape-``: every action +1 / -1 (the robot throws itself off the
   reference; the fastest way to end an episode);
-* ``trained``: the shipped closed-loop reference policy of the clip (``trained_policy``:
+* ``trained``: the shipped closed-loop reference policy of the clip (``bcg_envs.export.trained_policy``:
   SB3 PPO, exported to NumPy; the jump, whose open-loop replay loses balance);
 * ``trained_shac``: the shipped SHAC exact policy of the clip, trained for the same env
   steps as ``trained`` (``trained_policy(env_id, "shac_exact")``; the jump);
@@ -28,7 +28,8 @@ from typing import Any, Callable, Dict, List, Optional, Union
 
 import numpy as np
 
-from bcg_envs.envs.resources import trained_policy
+from bcg_envs.envs.resources import trained_policy_path
+from bcg_envs.numpy_policy import NumpyPolicy
 from bcg_envs.stats import format_success, success_summary
 
 CLIPS = ("G1Squat-v0", "G1Jump-v0", "G1Kick-v0")
@@ -107,7 +108,7 @@ def _policy_factory(name: str, env, env_id: str) -> Callable[[np.ndarray], Calla
 
         return frozen
     if name in TRAINED:
-        policy = trained_policy(env_id, TRAINED[name])
+        policy = NumpyPolicy.load(trained_policy_path(env_id, TRAINED[name]))
         return lambda obs0: policy
     if name in ("escape+", "escape-"):
         a = np.full(jax_env.action_size, 1.0 if name == "escape+" else -1.0, np.float32)

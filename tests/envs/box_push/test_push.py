@@ -341,7 +341,7 @@ def test_shipped_learned_policies_load_and_score_between_doing_nothing_and_the_s
     """The shipped SB3 PPO and SHAC exact policies (2,097,152 env steps each) act on
     BoxPush's observation and, on 20 seeds, do better than doing nothing but worse than
     the scripted push; SHAC's above PPO's (baselines/results/README.md)."""
-    from bcg_envs.envs.resources import trained_policy
+    from bcg_envs.export import trained_policy
 
     for learner in ("sb3_ppo", "shac_exact"):
         policy = trained_policy("BoxPush-v0", learner)
@@ -357,3 +357,15 @@ def test_scripted_push_succeeds_in_90_percent_of_100_episodes():
 
     result = run_episodes("BoxPush-v0", scripted_push, episodes=100, backend="mujoco")
     assert result["success_rate"] >= 0.9, result["success_rate"]
+
+
+@pytest.mark.parametrize("env_id, soft, moreau", [("BoxPush-v0", 10.0, 5.0), ("PlanarHand-v0", 5.0, 2.5)])
+def test_bcg_threshold_follows_the_contact_model(env_id, soft, moreau):
+    """The task's measured trigger under MuJoCo's contact and under the Moreau model (its
+    impacts are softer); an explicit threshold wins over both."""
+    from bcg_envs import BundleConfig, make_jax
+
+    assert make_jax(env_id).bundle.force_threshold == soft
+    assert make_jax(env_id, contact_model="moreau").bundle.force_threshold == moreau
+    explicit = make_jax(env_id, contact_model="moreau", bundle=BundleConfig(force_threshold=7.0))
+    assert explicit.bundle.force_threshold == 7.0

@@ -18,9 +18,9 @@ from bcg_envs.envs.g1.scripted import (
     format_row,
     hold_pose_policy,
     reference_policy,
-    trained_policy,
 )
 from bcg_envs.envs.g1.tracking import G1Squat
+from bcg_envs.export import trained_policy
 
 
 @pytest.fixture(scope="module")
