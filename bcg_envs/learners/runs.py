@@ -94,7 +94,9 @@ def train_run(
     ``out_dir/checkpoints`` and the log to ``out_dir``. Returns the final metrics (also
     written to ``metrics.json``). Bad arguments (``ValueError``/``TypeError``) are refused
     before ``out_dir`` is created; a folder created here that the learner then refuses
-    (before it wrote anything but ``config.json``) is removed again.
+    (before it wrote anything but ``config.json``) is removed again. With several processes
+    (``jax.distributed``) every process calls this with the same arguments; process 0
+    alone writes the run folder.
     """
     # Every input is checked, and the env built, before the run folder is created.
     if algo not in ALGOS:
@@ -112,8 +114,10 @@ def train_run(
     kwargs = {**TASK_DEFAULTS.get(name, {}), **kwargs}
     env = shac.make_env(env_id, kwargs.get("bundle"))
     out = Path(out_dir)
-    created = not out.exists()
-    out.mkdir(parents=True, exist_ok=True)
+    lead = jax.process_index() == 0
+    created = lead and not out.exists()
+    if lead:
+        out.mkdir(parents=True, exist_ok=True)
     kwargs.setdefault("log_dir", out)
     kwargs.setdefault("checkpoint_dir", out / "checkpoints")
     settings = {**_defaults(shac.train), **kwargs, "estimator": estimator, "seed": int(seed)}
@@ -129,7 +133,8 @@ def train_run(
         "learner": _jsonable({k: v for k, v in settings.items() if k not in _NOT_SAVED}),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
     }
-    (out / "config.json").write_text(json.dumps(config, indent=2))
+    if lead:
+        (out / "config.json").write_text(json.dumps(config, indent=2))
     try:
         _, params, metrics = shac.train(env, num_timesteps=int(steps), estimator=estimator, seed=int(seed), **kwargs)
     except BaseException:
@@ -139,9 +144,10 @@ def train_run(
             (out / "config.json").unlink()
             out.rmdir()
         raise
-    (out / "params.msgpack").write_bytes(flax.serialization.msgpack_serialize(_to_numpy(params)))
     metrics = {k: _jsonable(v) for k, v in metrics.items()}
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
+    if lead:
+        (out / "params.msgpack").write_bytes(flax.serialization.msgpack_serialize(_to_numpy(params)))
+        (out / "metrics.json").write_text(json.dumps(metrics, indent=2))
     return metrics
 
 

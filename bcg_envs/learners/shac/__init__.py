@@ -20,7 +20,9 @@ used as the learner of Bundled Contact Gradients. Every iteration:
 
 The whole iteration is one jitted function; environments are sharded over
 ``jax.devices()`` along a 1-D mesh (the batch axis of the env states), parameters are
-replicated. The random stream of iteration ``i`` is ``fold_in(key, i)``, so a run
+replicated. After ``jax.distributed.initialize`` the mesh spans every process's devices:
+each process steps its share of the envs, gradients are averaged across processes, and
+process 0 alone writes checkpoints and logs. The random stream of iteration ``i`` is ``fold_in(key, i)``, so a run
 resumed from a checkpoint follows the same parameter trajectory as an uninterrupted one.
 
 Defaults follow the paper: horizon 32, 64 envs, gamma 0.99,
@@ -62,6 +64,7 @@ from bcg_envs.learners.shac.checkpoint import (
     CHECKPOINT_PREFIX,
     checkpoint_metadata,
     checkpoint_path,
+    host_state,
     latest_checkpoint,
     load_checkpoint,
     load_policy,
@@ -82,6 +85,7 @@ from bcg_envs.learners.shac.train import (
     StaticConfig,
     TrainingPrograms,
     TrainState,
+    check_env_split,
     make_env,
     step_fn,
     train,
@@ -98,8 +102,10 @@ __all__ = [
     "StaticConfig",
     "TrainState",
     "TrainingPrograms",
+    "check_env_split",
     "checkpoint_metadata",
     "checkpoint_path",
+    "host_state",
     "inference_fn_from_config",
     "latest_checkpoint",
     "load_checkpoint",

@@ -26,6 +26,7 @@ from typing import Any, Callable, Dict, Optional, Tuple, Union
 import flax.serialization
 import jax
 import numpy as np
+from jax.experimental import multihost_utils
 
 from bcg_envs.learners.shac.networks import NetworkConfig, Params, inference_fn_from_config
 
@@ -42,8 +43,25 @@ def checkpoint_path(checkpoint_dir: Union[str, Path], iteration: int) -> Path:
     return Path(checkpoint_dir) / f"{CHECKPOINT_PREFIX}{int(iteration):08d}.msgpack"
 
 
+def host_state(ts: TrainingState) -> TrainingState:
+    """``ts`` with every array fetched to this host as numpy, the env states of every
+    process included (``save_checkpoint`` writes it).
+
+    With several processes (``jax.distributed``) this gathers the env shards across
+    processes: a collective, so every process calls it at the same point of the run,
+    and only one then writes the file."""
+
+    def fetch(x: Any) -> np.ndarray:
+        if isinstance(x, jax.Array) and not x.is_fully_addressable and not x.is_fully_replicated:
+            return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+        return np.asarray(jax.device_get(x))
+
+    return jax.tree.map(fetch, ts)
+
+
 def save_checkpoint(path: Union[str, Path], ts: TrainingState, meta: Optional[Dict[str, Any]] = None) -> Path:
-    """Write the whole training state (flax msgpack of its leaves) atomically."""
+    """Write the whole training state (flax msgpack of its leaves) atomically. With
+    several processes give it ``host_state(ts)`` (the gathered state), from one process."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     host = jax.device_get(ts)

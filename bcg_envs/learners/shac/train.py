@@ -15,7 +15,8 @@ import functools
 import logging
 import math
 import time
-from collections import OrderedDict
+import zlib
+from collections import Counter, OrderedDict
 from pathlib import Path
 from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
@@ -24,6 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 from flax import struct
+from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
@@ -138,8 +140,11 @@ class TrainingPrograms:
     """Jitted init / iteration / evaluation of one (env, step, ``StaticConfig``, devices).
 
     Environments are sharded over ``devices`` along a 1-D mesh (axis ``"batch"``, the
-    batch axis of the env states); parameters are replicated. Build once and call
-    ``init``/``iterate`` as often as wanted: compiled code is reused.
+    batch axis of the env states); parameters are replicated. ``devices`` may span
+    several processes (``jax.distributed``): the programs then work on global arrays,
+    each process stepping the envs of its own devices, and XLA averages the gradients
+    across processes. Build once and call ``init``/``iterate`` as often as wanted:
+    compiled code is reused.
     """
 
     def __init__(self, env: Any, step: Callable, cfg: StaticConfig, devices: Sequence[Any]):
@@ -331,6 +336,35 @@ class ProgramCache:
         return programs
 
 
+def check_env_split(num_envs: int, devices: Sequence[Any], process_count: int) -> None:
+    """Raise ``ValueError`` unless ``num_envs`` envs split evenly over ``devices`` and
+    over the ``process_count`` processes of the run.
+
+    With several processes (``jax.distributed``) ``devices`` must hold the same number
+    of devices of every process: each process then steps ``num_envs / process_count``
+    envs, and none waits on a collective it is not part of.
+    """
+    if process_count > 1:
+        if num_envs % process_count:
+            raise ValueError(
+                f"num_envs ({num_envs}) must be a multiple of the number of processes ({process_count}): "
+                "every process steps the same share of the envs"
+            )
+        per_process = Counter(int(d.process_index) for d in devices)
+        if set(per_process) != set(range(process_count)):
+            raise ValueError(
+                f"devices must include devices of every process (0 .. {process_count - 1}), got devices of "
+                f"processes {sorted(per_process)}: give jax.devices() (the default) or a subset that spans them all"
+            )
+        if len(set(per_process.values())) > 1:
+            raise ValueError(
+                "devices must hold the same number of devices of every process, got "
+                f"{dict(sorted(per_process.items()))} (process: devices)"
+            )
+    if num_envs % len(devices):
+        raise ValueError(f"num_envs ({num_envs}) must be a multiple of the number of devices ({len(devices)})")
+
+
 # ----- the trainer ----------------------------------------------------------------------------
 def train(
     environment: Any,
@@ -406,14 +440,20 @@ def train(
       max_grad_norm: an actor gradient that is non-finite or has a larger global norm
         skips the update (``metrics["skipped_updates"]``).
       seed: seeds networks, envs and the per-iteration random stream.
-      devices: devices to shard envs over (default ``jax.devices()``); ``num_envs`` must
-        be a multiple of their number.
-      progress_fn: ``progress_fn(num_steps, metrics)`` after every evaluation.
+      devices: devices to shard envs over (default ``jax.devices()``: after
+        ``jax.distributed.initialize`` those of every process); ``num_envs`` must be a
+        multiple of their number and of the number of processes (``check_env_split``).
+        With several processes every process calls ``train`` with the same arguments;
+        it returns the same parameters and metrics on each.
+      progress_fn: ``progress_fn(num_steps, metrics)`` after every evaluation (on
+        process 0 only, as are ``policy_params_fn``, the progress bar, the log and
+        checkpoint files).
       checkpoint_dir, checkpoint_every: save the full training state every N iterations
         (and at the end) as ``checkpoint_dir/shac_XXXXXXXX.msgpack``
         (``checkpoint.load_policy`` rebuilds the policy from one).
       restore_from: a checkpoint file or directory (its newest) to resume from; with the
-        same arguments the resumed run reproduces the uninterrupted one.
+        same arguments the resumed run reproduces the uninterrupted one. With several
+        processes every process reads it (a path all of them can read).
       num_evals: evaluations of the deterministic policy, evenly spaced from iteration 0
         to the end (0 disables them).
       num_eval_envs, eval_episode_length: evaluation batch and episode cap (default the
@@ -449,8 +489,8 @@ def train(
     if (num_envs * horizon) < critic_minibatches:
         raise ValueError("num_envs * horizon must be >= critic_minibatches")
     devices = list(devices) if devices is not None else jax.devices()
-    if num_envs % len(devices):
-        raise ValueError(f"num_envs ({num_envs}) must be a multiple of the number of devices ({len(devices)})")
+    check_env_split(num_envs, devices, jax.process_count())
+    lead = jax.process_index() == 0  # writes files, shows progress, calls the hooks
     networks.activation_fn(activation)
     cfg = StaticConfig(
         num_envs=int(num_envs),
@@ -501,6 +541,11 @@ def train(
     if num_evals == 1:
         eval_iters = [num_iterations]
     eval_key = jax.random.fold_in(jax.random.PRNGKey(seed), 0x5EED)
+    if jax.process_count() > 1:
+        # Every process feeds the same key and settings to one global program; a process
+        # with another seed would hold other "replicated" parameters, silently.
+        digest = np.uint32(zlib.crc32(repr((seed, cfg, num_iterations)).encode()))
+        multihost_utils.assert_equal(digest, "seed, num_envs, horizon, networks and budget differ between processes")
 
     ts = built.init(jax.random.PRNGKey(seed))
     if restore_from is not None:
@@ -520,13 +565,13 @@ def train(
         "num_timesteps": num_timesteps,
     }
     log = None
-    if log_dir is not None:
+    if log_dir is not None and lead:
         train_fields = list(jax.eval_shape(built.iterate, ts, hp)[1])
         fields = ["iteration", "num_steps", "walltime", *train_fields, "simulated_steps", "skipped_updates",
                   *evaluator.EVAL_FIELDS]
         log = ProgressLog(log_dir, fields, append=start > 0)
     bar = None
-    if progress_bar:
+    if progress_bar and lead:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=num_iterations * steps_per_iter, initial=start * steps_per_iter, unit="step", desc="SHAC")
@@ -537,7 +582,7 @@ def train(
     skipped_seen = int(ts.skipped)
 
     def run_eval(num_steps: int) -> Dict[str, float]:
-        if policy_params_fn is not None:
+        if policy_params_fn is not None and lead:
             policy_params_fn(num_steps, make_policy, jax.device_get({"normalizer": ts.normalizer, "actor": ts.actor}))
         if not run_evals:
             return {}
@@ -551,7 +596,7 @@ def train(
             metrics.update(num_steps=0, skipped_updates=0, simulated_steps=0.0)
             if log is not None:
                 log(0, {"iteration": 0, "num_steps": 0, "walltime": 0.0, **metrics})
-            if progress_fn is not None:
+            if progress_fn is not None and lead:
                 progress_fn(0, dict(metrics))
         for it in range(start, num_iterations):
             t_iter = time.time()
@@ -562,7 +607,7 @@ def train(
             simulated += steps_per_iter * sims_per_step(min(max(train_metrics["bundled_fraction"], 0.0), 1.0))
             train_metrics["simulated_steps"] = simulated
             skipped = int(ts.skipped)
-            if skipped > skipped_seen:
+            if skipped > skipped_seen and lead:
                 logger.warning(
                     "SHAC iteration %d: actor gradient non-finite or too large (norm %s > %g); update skipped "
                     "(%d skipped so far)",
@@ -571,7 +616,7 @@ def train(
                     max_grad_norm,
                     skipped,
                 )
-                skipped_seen = skipped
+            skipped_seen = skipped
             metrics = {k: v for k, v in metrics.items() if k.startswith("eval/")}
             metrics.update(train_metrics)
             metrics.update(num_steps=num_steps, skipped_updates=skipped)
@@ -590,19 +635,24 @@ def train(
             if log is not None:
                 log(num_steps, row)
             if checkpoint_dir is not None and (done_iters % checkpoint_every == 0 or done_iters == num_iterations):
-                checkpoint.save_checkpoint(checkpoint.checkpoint_path(checkpoint_dir, done_iters), ts,
-                                           {**meta, "num_steps": num_steps, "simulated_steps": simulated})
+                host = checkpoint.host_state(ts)  # a collective across processes: every one gathers
+                if lead:
+                    checkpoint.save_checkpoint(checkpoint.checkpoint_path(checkpoint_dir, done_iters), host,
+                                               {**meta, "num_steps": num_steps, "simulated_steps": simulated})
             if bar is not None:
                 bar.update(steps_per_iter)
                 postfix["steps/s"] = f"{steps_per_iter / max(time.time() - t_iter, 1e-9):.0f}"
                 bar.set_postfix(postfix, refresh=False)
-            if done_iters in eval_iters and progress_fn is not None:
+            if done_iters in eval_iters and progress_fn is not None and lead:
                 progress_fn(num_steps, dict(metrics))
     finally:
         if bar is not None:
             bar.close()
         if log is not None:
             log.close()
+    if jax.process_count() > 1:
+        # Every process returns once process 0's checkpoints and log are complete on disk.
+        multihost_utils.sync_global_devices("bcg_envs.learners.shac.train: files written")
 
     metrics["training/walltime"] = time.time() - t0
     metrics["num_steps"] = num_iterations * steps_per_iter
