@@ -25,7 +25,10 @@ with bundle branches counted, ``bcg_envs.gradients.cost``), and training wall-cl
 
 Each (algorithm, seed) run appends its rows to ``<out>/<algo>_seed<s>.csv`` as they are
 measured (columns ``env_steps, sim_steps, wall_clock, eval_return, eval_success,
-eval_length, eval_episodes``). Long runs resume: a run whose CSV already reaches the budget
+eval_length, eval_episodes, skipped_updates, bundled_fraction``; the last two are SHAC's:
+actor updates skipped so far because the gradient was non-finite or above
+``max_grad_norm``, and the fraction of training env steps so far whose gradient ``bcg``
+bundled; nan for the other learners and in CSVs written before they existed). Long runs resume: a run whose CSV already reaches the budget
 is skipped; SB3 PPO and SHAC save a checkpoint under ``<out>/checkpoints/`` at every
 evaluation and continue from it (rows after the checkpoint are dropped and measured again;
 the wall-clock continues from the last kept row); Brax runs restart. The summary covers the
@@ -64,7 +67,8 @@ EVAL_EPISODES = 64
 #: First reset seed of the evaluation episodes, far from the small integers the runs train
 #: with (``--seeds 0 1 2``), so evaluation episodes are not the training runs' first resets.
 EVAL_SEED = 1_000_000
-CSV_FIELDS = ("env_steps", "sim_steps", "wall_clock", "eval_return", "eval_success", "eval_length", "eval_episodes")
+CSV_FIELDS = ("env_steps", "sim_steps", "wall_clock", "eval_return", "eval_success", "eval_length", "eval_episodes",
+              "skipped_updates", "bundled_fraction")
 #: The columns that count things: read back as ints, so a resumed run rewrites them as written.
 COUNT_FIELDS = ("env_steps", "eval_episodes")
 #: Simulated control steps per env step of the derivative-free learners (a forward step).
@@ -264,11 +268,14 @@ class Recorder:
             write_csv(self.path, kept)
         self._started = True
 
-    def record(self, env_steps: int, act: Callable[[np.ndarray], np.ndarray], sim_steps: float) -> None:
+    def record(self, env_steps: int, act: Callable[[np.ndarray], np.ndarray], sim_steps: float,
+               **learner: float) -> None:
+        """One row: ``act`` scored by ``evaluate`` at ``env_steps``; ``learner`` holds the
+        learner's own counters (SHAC's ``skipped_updates``, ``bundled_fraction``)."""
         t0 = time.perf_counter()
         wall = self._offset + t0 - self._start - self._evaluating
         row = dict(env_steps=int(env_steps), sim_steps=float(sim_steps), wall_clock=wall,
-                   **evaluate(self.env_id, act, self.env_kwargs))
+                   **evaluate(self.env_id, act, self.env_kwargs), **learner)
         self.rows.append(row)
         if self.path is not None:
             if not self._started:
@@ -462,7 +469,9 @@ def _run_shac(estimator: str):
             policy["act"] = jax_policy(make_policy, p)
 
         def record(step, metrics):
-            recorder.record(step, policy.pop("act"), metrics["simulated_steps"])
+            bundled = metrics.get("bundled_steps", math.nan) / step if step else 0.0
+            recorder.record(step, policy.pop("act"), metrics["simulated_steps"],
+                            skipped_updates=metrics.get("skipped_updates", math.nan), bundled_fraction=bundled)
 
         shac.train(env, num_timesteps=steps, seed=seed, num_evals=evals + 1, run_evals=False,
                    policy_params_fn=keep_policy, progress_fn=record, progress_bar=False, program_cache=programs,
@@ -492,9 +501,12 @@ def write_csv(path: Path, rows: List[Row]) -> None:
 
 
 def append_row(path: Path, row: Row) -> None:
-    """One more row of a CSV that ``write_csv`` started (flushed: a killed run keeps it)."""
+    """One more row of a CSV that ``write_csv`` started (flushed: a killed run keeps it), in
+    the columns of that CSV's header (an older CSV keeps its columns)."""
+    with path.open() as f:
+        fields = next(csv.reader(f))
     with path.open("a", newline="") as f:
-        csv.DictWriter(f, fieldnames=list(CSV_FIELDS)).writerow({k: row.get(k, float("nan")) for k in CSV_FIELDS})
+        csv.DictWriter(f, fieldnames=fields).writerow({k: row.get(k, float("nan")) for k in fields})
 
 
 def read_rows(path: Path) -> List[Row]:
@@ -509,7 +521,8 @@ def read_rows(path: Path) -> List[Row]:
 
     with path.open() as f:
         return [{"eval_success": float("nan"), "eval_length": float("nan"), "eval_episodes": 16,
-                 "sim_steps": float("nan"), **{k: parse(k, v) for k, v in row.items()}} for row in csv.DictReader(f)]
+                 "sim_steps": float("nan"), "skipped_updates": float("nan"), "bundled_fraction": float("nan"),
+                 **{k: parse(k, v) for k, v in row.items()}} for row in csv.DictReader(f)]
 
 
 def read_runs(out_dir: Path, budgets: Optional[Dict[str, int]] = None) -> Dict[str, List[List[Row]]]:

@@ -1,6 +1,7 @@
 """Table and plot writer on a synthetic CSV; every algorithm end to end on a tiny budget."""
 
 import csv
+import math
 import json
 
 import pytest
@@ -179,7 +180,9 @@ def test_every_algorithm_runs_end_to_end(tmp_path, algo, monkeypatch):
         parsed = list(csv.DictReader(f))
     assert parsed and tuple(parsed[0]) == compare.CSV_FIELDS
     rows = compare.read_rows(path)
-    assert rows[: len(first)] == first  # resumed: the rows before the checkpoint are kept
+    # resumed: the rows before the checkpoint are kept (NaN counters of PPO compared as text)
+    assert [{k: repr(v) for k, v in r.items()} for r in rows[: len(first)]] == [
+        {k: repr(v) for k, v in r.items()} for r in first]
     steps = [r["env_steps"] for r in rows]
     assert steps == sorted(steps) and len(set(steps)) == len(steps)
     assert all(r["eval_episodes"] == 3 for r in rows)
@@ -195,6 +198,14 @@ def test_every_algorithm_runs_end_to_end(tmp_path, algo, monkeypatch):
         assert per_step == 1.0
     else:
         assert per_step >= 3.0
+    # SHAC's own counters: skipped updates and the fraction of training steps bcg bundled.
+    last = rows[-1]
+    if algo.startswith("shac"):
+        assert last["skipped_updates"] >= 0 and 0.0 <= last["bundled_fraction"] <= 1.0
+        if algo == "shac_exact":
+            assert last["bundled_fraction"] == 0.0
+    else:
+        assert math.isnan(last["skipped_updates"]) and math.isnan(last["bundled_fraction"])
 
 
 def test_planned_budgets_are_equal_for_the_committed_configs():
@@ -271,3 +282,18 @@ def test_a_resumed_run_keeps_its_rows_and_writes_counts_as_integers(tmp_path, mo
         parsed = list(csv.DictReader(f))
     assert [r["env_steps"] for r in parsed] == ["0", "100", "200"]
     assert {r["eval_episodes"] for r in parsed} == {"64"}
+
+
+def test_rows_appended_to_an_older_csv_keep_its_columns(tmp_path):
+    """A run resumed by newer code appends in the columns its CSV was started with, and
+    the columns an older CSV lacks read back as NaN."""
+    path = tmp_path / "shac_bcg_seed0.csv"
+    old_fields = compare.CSV_FIELDS[:7]
+    path.write_text(",".join(old_fields) + "\n0,0.0,1.0,2.0,0.0,200.0,64\n")
+    compare.append_row(path, dict(env_steps=100, sim_steps=300.0, wall_clock=2.0, eval_return=3.0, eval_success=0.5,
+                                  eval_length=200.0, eval_episodes=64, skipped_updates=1, bundled_fraction=0.02))
+    with path.open() as f:
+        parsed = list(csv.DictReader(f))
+    assert tuple(parsed[0]) == old_fields and len(parsed) == 2
+    rows = compare.read_rows(path)
+    assert rows[1]["env_steps"] == 100 and math.isnan(rows[1]["bundled_fraction"])

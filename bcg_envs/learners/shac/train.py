@@ -475,8 +475,9 @@ def train(
       ``"actor"``, ``"critic"``; ``metrics`` holds the last training and evaluation
       metrics, ``num_steps``, ``skipped_updates``, ``training/walltime`` and
       ``simulated_steps``: control steps simulated so far, forward and backward, by the
-      cost model of ``bcg_envs.gradients.cost`` (bundle branches counted; also in every
-      ``progress_fn`` call and ``progress.csv`` row).
+      cost model of ``bcg_envs.gradients.cost`` (bundle branches counted), and
+      ``bundled_steps``: training env steps whose gradient ``bcg`` bundled so far (0 for
+      other estimators); both also in every ``progress_fn`` call and ``progress.csv`` row.
     """
     env = make_env(environment, bundle) if isinstance(environment, str) else environment
     if (num_timesteps is None) == (total_steps is None):
@@ -553,8 +554,11 @@ def train(
     start = int(ts.iteration)
     sims_per_step = simulation_cost(env, estimator, bundle)
     simulated = float(start * steps_per_iter * sims_per_step(0.0))
+    bundled = 0.0
     if restore_from is not None:
-        simulated = float(checkpoint.checkpoint_metadata(restore_from).get("simulated_steps", simulated))
+        saved = checkpoint.checkpoint_metadata(restore_from)
+        simulated = float(saved.get("simulated_steps", simulated))
+        bundled = float(saved.get("bundled_steps", math.nan))  # nan: a checkpoint from before the count
 
     make_policy = inference_fn_from_config(cfg.network)
     meta = {
@@ -567,8 +571,8 @@ def train(
     log = None
     if log_dir is not None and lead:
         train_fields = list(jax.eval_shape(built.iterate, ts, hp)[1])
-        fields = ["iteration", "num_steps", "walltime", *train_fields, "simulated_steps", "skipped_updates",
-                  *evaluator.EVAL_FIELDS]
+        fields = ["iteration", "num_steps", "walltime", *train_fields, "simulated_steps", "bundled_steps",
+                  "skipped_updates", *evaluator.EVAL_FIELDS]
         log = ProgressLog(log_dir, fields, append=start > 0)
     bar = None
     if progress_bar and lead:
@@ -593,7 +597,7 @@ def train(
     try:
         if start == 0 and 0 in eval_iters:
             metrics.update(run_eval(0))
-            metrics.update(num_steps=0, skipped_updates=0, simulated_steps=0.0)
+            metrics.update(num_steps=0, skipped_updates=0, simulated_steps=0.0, bundled_steps=0.0)
             if log is not None:
                 log(0, {"iteration": 0, "num_steps": 0, "walltime": 0.0, **metrics})
             if progress_fn is not None and lead:
@@ -606,6 +610,8 @@ def train(
             num_steps = done_iters * steps_per_iter
             simulated += steps_per_iter * sims_per_step(min(max(train_metrics["bundled_fraction"], 0.0), 1.0))
             train_metrics["simulated_steps"] = simulated
+            bundled += steps_per_iter * train_metrics["bundled_fraction"]
+            train_metrics["bundled_steps"] = bundled
             skipped = int(ts.skipped)
             if skipped > skipped_seen and lead:
                 logger.warning(
@@ -638,7 +644,8 @@ def train(
                 host = checkpoint.host_state(ts)  # a collective across processes: every one gathers
                 if lead:
                     checkpoint.save_checkpoint(checkpoint.checkpoint_path(checkpoint_dir, done_iters), host,
-                                               {**meta, "num_steps": num_steps, "simulated_steps": simulated})
+                                               {**meta, "num_steps": num_steps, "simulated_steps": simulated,
+                                                "bundled_steps": bundled})
             if bar is not None:
                 bar.update(steps_per_iter)
                 postfix["steps/s"] = f"{steps_per_iter / max(time.time() - t_iter, 1e-9):.0f}"
@@ -658,5 +665,6 @@ def train(
     metrics["num_steps"] = num_iterations * steps_per_iter
     metrics["skipped_updates"] = int(ts.skipped)
     metrics["simulated_steps"] = simulated
+    metrics["bundled_steps"] = bundled
     params = jax.device_get({"normalizer": ts.normalizer, "actor": ts.actor, "critic": ts.critic})
     return make_policy, params, metrics
