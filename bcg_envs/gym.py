@@ -138,6 +138,16 @@ def _check_backend(backend: str) -> None:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
 
 
+def _check_mujoco_randomize(jax_env: Optional[MjxEnv], env_kwargs: Dict[str, Any]) -> None:
+    """``NotImplementedError`` for per-episode model randomization on ``backend="mujoco"``."""
+    randomize = jax_env.randomize if jax_env is not None else env_kwargs.get("randomize")
+    if randomize is not None:
+        raise NotImplementedError(
+            f"randomize={randomize!r} (model fields redrawn at every reset) runs on backend='mjx' "
+            "only; the MuJoCo C backend steps the one model of the env"
+        )
+
+
 def _check_gradient_options(estimator: Optional[str], bundle: Optional[BundleConfig], default: str) -> str:
     """``grad_step``'s estimator (``default`` if None) after checking it and ``bundle``."""
     if bundle is not None and not isinstance(bundle, BundleConfig):
@@ -194,6 +204,8 @@ def make_simulation(env_name: str, backend: str, jax_env: Optional[MjxEnv], env_
     if backend == "mujoco":
         from bcg_envs.mujoco_backend.envs import MujocoSimulation
 
+        _check_mujoco_randomize(jax_env, env_kwargs)
+
         return MujocoSimulation(env_name, env_kwargs, jax_env=jax_env)
     return MjxSimulation(jax_env if jax_env is not None else make_jax(env_name, **env_kwargs))
 
@@ -203,6 +215,8 @@ def make_batch_simulation(env_name: str, num_envs: int, backend: str, env_kwargs
     _check_backend(backend)
     if backend == "mujoco":
         from bcg_envs.mujoco_backend.envs import MujocoBatchSimulation
+
+        _check_mujoco_randomize(None, env_kwargs)
 
         return MujocoBatchSimulation(env_name, num_envs, env_kwargs)
     return MjxBatchSimulation(make_jax(env_name, **env_kwargs), num_envs)

@@ -24,6 +24,8 @@ from mujoco import mjx
 
 from bcg_envs.gradients.config import BundleConfig, check_estimator
 from bcg_envs.gradients.differentiable_step import Branches, DifferentiableStep
+from bcg_envs.physics import model_fields
+from bcg_envs.physics.model_fields import RandomizationFn
 from bcg_envs.physics.moreau_contact import MoreauContact
 from bcg_envs.physics.penalty_contact import PenaltyContact
 from bcg_envs.physics.simulator import CONTACT_MODELS, KAPPA_MODELS, MAX_QVEL, ContactStiffness, Physics, load_model, refresh
@@ -36,6 +38,10 @@ BRANCH_INFO = ("bundle_branches", "bundle_branch_valid")
 #: The Gymnasium envs of both backends clip observations to +-OBS_BOUND, so that they
 #: always lie in the observation space.
 OBS_BOUND = 1e6
+
+#: ``MjxEnv(randomize=...)``: None (the model as built) or ``"episode"`` (model fields
+#: redrawn at every reset).
+RANDOMIZE = (None, "episode")
 
 #: Info entries every state carries besides ``rng`` and the task's own, as ``name: (dtype,
 #: value at reset)``. Both physics backends start episodes from this one table.
@@ -126,7 +132,13 @@ def merge_config(defaults: Dict[str, Any], overrides: Optional[Dict[str, Any]], 
 
 
 class MjxEnv(abc.ABC):
-    """Base of every bcg_envs task (the functional JAX API; docs/environments.md)."""
+    """Base of every bcg_envs task (the functional JAX API; docs/environments.md).
+
+    ``randomize="episode"`` redraws model fields at every reset (see ``reset``) with
+    ``randomization_fn`` (MuJoCo Playground's shape, ``physics.model_fields``), by default
+    the task's ``default_randomization_fn``; ``randomize=None`` (default) keeps the model
+    as built.
+    """
 
     xml_path: Path
     #: Default ``BundleConfig.force_threshold`` (N) of the task.
@@ -151,6 +163,8 @@ class MjxEnv(abc.ABC):
         contact_model: str = "mujoco",
         kappa: Optional[float] = None,
         contact_options: Optional[Dict[str, Any]] = None,
+        randomize: Optional[str] = None,
+        randomization_fn: Optional[RandomizationFn] = None,
     ) -> None:
         if backend != "mjx":
             raise ValueError(f"backend must be 'mjx' for the JAX API, got {backend!r}")
@@ -165,7 +179,16 @@ class MjxEnv(abc.ABC):
             )
         if contact_options is not None and contact_model not in KAPPA_MODELS:
             raise ValueError("contact_options parametrize contact_model='penalty' or 'moreau'")
+        if randomize not in RANDOMIZE:
+            raise ValueError(f"randomize must be one of {RANDOMIZE}, got {randomize!r}")
+        if randomization_fn is not None and not callable(randomization_fn):
+            raise ValueError(f"randomization_fn must be callable (model, rng) -> (model, in_axes), got {randomization_fn!r}")
+        if randomization_fn is not None and randomize is None:
+            raise ValueError("randomization_fn is drawn at every reset; pass randomize='episode' with it")
         self.config = merge_config(self.default_config(), config)
+        #: ``"episode"``: ``reset`` draws the model fields of ``randomization_fn`` (see
+        #: ``reset``); None: every episode steps the model as built.
+        self.randomize = randomize
         self.contact_model = contact_model
         penalty = moreau = None
         if contact_model in KAPPA_MODELS:
@@ -191,6 +214,15 @@ class MjxEnv(abc.ABC):
                 f"timestep ({mj_model.opt.timestep} s; physics_dt)"
             )
         self.physics = Physics(mj_model, substeps, penalty, moreau)
+        #: The randomization function drawn at every reset (``randomize="episode"``), else None.
+        self.randomization_fn: Optional[RandomizationFn] = None
+        if randomize == "episode":
+            self.randomization_fn = randomization_fn or self.default_randomization_fn()
+            if self.randomization_fn is None:
+                raise ValueError(
+                    f"randomize='episode': {type(self).__name__} has no randomization of its own; "
+                    "pass randomization_fn=fn(model, rng) -> (model, in_axes)"
+                )
         self.estimator = check_estimator(estimator)
         self.bundle = (bundle or BundleConfig()).with_defaults(self.default_force_threshold)
         self._steppers: Dict[Tuple[str, BundleConfig, str], DifferentiableStep] = {}
@@ -204,6 +236,12 @@ class MjxEnv(abc.ABC):
 
     def customize_model(self, model: mujoco.MjModel) -> None:
         """Hook to edit the compiled model before MJX sees it."""
+
+    def default_randomization_fn(self) -> Optional[RandomizationFn]:
+        """The task's own per-episode randomization (``randomize="episode"`` without a
+        ``randomization_fn``), in MuJoCo Playground's shape (``physics.model_fields``); None
+        here: the task has none."""
+        return None
 
     #: Camera used by ``render`` (name or id; -1 is the free camera).
     render_camera: Any = -1
@@ -314,14 +352,39 @@ class MjxEnv(abc.ABC):
         return new
 
     def reset(self, rng: jax.Array) -> State:
+        """A new episode. With ``randomize="episode"`` it also draws the episode's model:
+        ``randomization_fn(model, key[None])`` (MuJoCo Playground's shape, one key), whose
+        randomized fields (those its ``in_axes`` marks 0) the state keeps in ``info`` as
+        ``"model/<field>"`` entries; ``step`` substitutes them into the MJX model
+        (``physics_of``). The model lives in the state rather than in a vmapped model
+        argument, so each element of a batch steps its own model, an autoreset (a fresh
+        ``reset``) redraws it, and every consumer of ``reset``/``step`` (Gymnasium envs,
+        learners, ``jax.grad`` through ``step``) works unchanged. The fields are constants
+        to the step's derivative rules."""
         rng, key = jax.random.split(rng)
         qpos, qvel, task_info = self.initial_state(key)
+        if self.randomization_fn is not None:
+            fields = model_fields.draw_fields(self.randomization_fn, self.physics.model, jax.random.fold_in(key, 1))
+            task_info = {**task_info, **model_fields.as_info(fields)}
         return self.state_from(qpos, qvel, None, task_info, rng)
 
+    def physics_of(self, info: Dict[str, Any]) -> Physics:
+        """The physics of the episode whose state info is ``info``: this env's, with the
+        episode's model fields (``"model/<field>"`` entries, ``randomize="episode"``) in
+        its MJX model."""
+        fields = model_fields.from_info(info)
+        return self.physics if fields is None else self.physics.with_model_fields(fields)
+
+    def _episode_stepper(self, stepper: DifferentiableStep, info: Dict[str, Any]) -> DifferentiableStep:
+        """``stepper`` on the episode's physics (``physics_of``)."""
+        fields = model_fields.from_info(info)
+        return stepper if fields is None else stepper.at_traced((stepper.physics.traced_stiffness, fields))
+
     def state_from(self, qpos, qvel, act, task_info: Dict[str, Any], rng: jax.Array) -> State:
-        """A fresh state at (qpos, qvel, act) with the given task info (goal, ...)."""
+        """A fresh state at (qpos, qvel, act) with the given task info (goal, ...; an
+        episode's ``"model/<field>"`` entries set its model)."""
         # make_data runs mjx.forward: kinematics and com_pos are already those of qpos
-        data = self.physics.make_data(jnp.asarray(qpos, jnp.float32), jnp.asarray(qvel, jnp.float32), act)
+        data = self.physics_of(task_info).make_data(jnp.asarray(qpos, jnp.float32), jnp.asarray(qvel, jnp.float32), act)
         info = {
             "rng": rng,
             **{k: jnp.asarray(value, dtype) for k, (dtype, value) in STEP_INFO.items()},
@@ -356,12 +419,13 @@ class MjxEnv(abc.ABC):
         and ``bundle_dropped`` 0). It compiles to about half of ``step``'s program on G1.
         What the Gymnasium envs (``backend="mjx"``) step, which never differentiate a
         rollout; differentiating it gives plain reverse mode, not the estimator."""
-        stepper = self.stepper()
-        return self._step(state, action, stepper, stepper.plain)
+        return self._step(state, action, self.stepper(), plain=True)
 
-    def _step(self, state: State, action: jax.Array, stepper: DifferentiableStep, advance=None) -> State:
-        """One step with ``stepper``; ``advance`` is ``stepper`` (differentiable) or its
+    def _step(self, state: State, action: jax.Array, stepper: DifferentiableStep, plain: bool = False) -> State:
+        """One step with ``stepper`` on the episode's physics: differentiable, or its
         ``plain`` values."""
+        stepper = self._episode_stepper(stepper, state.info)
+        advance = stepper.plain if plain else stepper
         action = jnp.clip(action, -1.0, 1.0)
         rng, key = jax.random.split(state.info["rng"])
         carried = BRANCH_INFO[0] in state.info
@@ -372,7 +436,7 @@ class MjxEnv(abc.ABC):
                 "(make_jax(id, estimator=..., bundle=...))"
             )
         branches = Branches(*(state.info[k] for k in BRANCH_INFO)) if carried else None
-        result = (advance or stepper)(state.data, self.physics_action(action, state.info), key, state.info["bundle_window"], branches)
+        result = advance(state.data, self.physics_action(action, state.info), key, state.info["bundle_window"], branches)
         diverged = ~(
             jnp.all(jnp.isfinite(result.data.qpos))
             & jnp.all(jnp.isfinite(result.data.qvel))
@@ -423,6 +487,8 @@ class MjxEnv(abc.ABC):
         """``step`` plus the step's Jacobians from ``estimator``."""
         stepper = self.stepper(estimator, bundle)
         next_state = self._step(state, action, stepper)
+        stepper = self._episode_stepper(stepper, state.info)
+        physics = stepper.physics
         _, key = jax.random.split(state.info["rng"])
         data0 = state.data
         clipped = jnp.clip(action, -1.0, 1.0)
@@ -434,13 +500,13 @@ class MjxEnv(abc.ABC):
         data1 = next_state.data
 
         def reward_fn(dx0, a, dx1):
-            d0 = refresh(self.physics, stepper.displace(data0, dx0))
-            d1 = refresh(self.physics, stepper.displace(data1, dx1))
+            d0 = refresh(physics, stepper.displace(data0, dx0))
+            d1 = refresh(physics, stepper.displace(data1, dx1))
             return self.reward(d0, jnp.clip(a, -1.0, 1.0), d1, next_state.info)[0]
 
         zx = jnp.zeros(self.state_size)
         g0, ga, g1 = jax.grad(reward_fn, argnums=(0, 1, 2))(zx, action, zx)
-        C = jax.jacfwd(lambda dx: self.observe(refresh(self.physics, stepper.displace(data1, dx)), next_state.info))(zx)
+        C = jax.jacfwd(lambda dx: self.observe(refresh(physics, stepper.displace(data1, dx)), next_state.info))(zx)
         jac = Jacobians(A=A, B=B, r_x=g0 + A.T @ g1, r_a=ga + B.T @ g1, C=C)
         diverged = next_state.info["sim_diverged"]
         jac = jax.tree.map(lambda j: jnp.where(diverged, jnp.zeros_like(j), j), jac)

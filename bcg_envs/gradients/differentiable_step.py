@@ -85,7 +85,7 @@ class KeptLinearization(NamedTuple):
     pull: Callable  # g_y -> (A^T g_y, B^T g_y), a jax.tree_util.Partial holding the residuals
     qpos0: jnp.ndarray
     qpos1: jnp.ndarray
-    stiffness: jnp.ndarray | None
+    traced: tuple | None  # Physics.traced of the step
     bundle_inputs: tuple | None = None  # bcg: (data0, action, key, contact, trigger, ref_next)
 
 
@@ -142,8 +142,9 @@ class DifferentiableStep:
         object.__setattr__(self, "linearization_size", None)
         # Jitted once per instance: JAX caches the traced jaxpr, so the repeated traces
         # that reverse-mode scans and custom_vjp make of these are nearly free.
-        # The triggered pairs take the traced stiffness (or None) as their first argument.
-        at = self._at_stiffness_argument
+        # The triggered pairs take Physics.traced (traced stiffness and model fields, or
+        # None) as their first argument.
+        at = self._at_traced_argument
         object.__setattr__(self, "_bcg_step_jacobians", triggered_bundle(at("_exact_jacobians"), at("_jacobians")))
         object.__setattr__(self, "_bcg_step_vjp", triggered_bundle(at("_exact_vjp"), at("_bundle_vjp")))
         object.__setattr__(self, "_bcg_kept_vjp", triggered_bundle(at("_kept_vjp"), at("_bundle_vjp_given_kept")))
@@ -257,7 +258,7 @@ class DifferentiableStep:
         if self.estimator == "bundle":
             return self._bundle_vjp(*args)
         if self.estimator == "bcg":
-            return self._bcg_step_vjp(trigger, self.physics.traced_stiffness, *args)
+            return self._bcg_step_vjp(trigger, self.physics.traced, *args)
         A, B, _ = self._jacobians(data0, action, key, contact, ref_next)  # zeroth, alpha: fitted
         return A.T @ g_y, B.T @ g_y
 
@@ -292,7 +293,7 @@ class DifferentiableStep:
         """Next step plus the estimator's (A, B) in tangent coordinates and its stats."""
         nominal, next_data, contact, trigger = self.forward(data0, action, key, window)
         if self.estimator == "bcg":
-            A, B, stats = self._bcg_step_jacobians(trigger, self.physics.traced_stiffness, data0, action, key, contact, next_data)
+            A, B, stats = self._bcg_step_jacobians(trigger, self.physics.traced, data0, action, key, contact, next_data)
         else:
             A, B, stats = self._jacobians(data0, action, key, contact, next_data)
         # A non-finite Jacobian (every branch dropped, or a diverging step) becomes zero, so
@@ -319,18 +320,19 @@ class DifferentiableStep:
             g_dq0 = J_diff.T @ g_dq0
         return (g_dq0, g_x[nv : 2 * nv], g_x[2 * nv :], g_u, None, None, None, None)
 
-    def _at_stiffness_argument(self, name: str) -> Callable:
-        """Method ``name`` as ``f(stiffness, *args)``, run on ``at_stiffness(stiffness)``:
+    def _at_traced_argument(self, name: str) -> Callable:
+        """Method ``name`` as ``f(traced, *args)``, run on ``at_traced(traced)``:
         a custom_vmap that is batched after its trace must not close over a tracer."""
-        return lambda stiffness, *args: getattr(self.at_stiffness(stiffness), name)(*args)
+        return lambda traced, *args: getattr(self.at_traced(traced), name)(*args)
 
-    def at_stiffness(self, stiffness: jax.Array | None) -> "DifferentiableStep":
-        """This step with its physics at contact stiffness ``stiffness`` (None: itself).
-        The custom rules below take a traced stiffness as an argument and rebuild the
-        step from it: JAX cannot lower a custom_vjp that closes over a tracer."""
-        if stiffness is None:
+    def at_traced(self, traced: tuple | None) -> "DifferentiableStep":
+        """This step with its physics at ``traced`` (``Physics.traced``: a traced contact
+        stiffness and an episode's model fields; None: itself). The custom rules below
+        take them as an argument and rebuild the step from it: JAX cannot lower a
+        custom_vjp that closes over a tracer."""
+        if traced is None:
             return self
-        copy = dataclasses.replace(self, physics=self.physics.with_contact_stiffness(stiffness))
+        copy = dataclasses.replace(self, physics=self.physics.at(traced))
         object.__setattr__(copy, "linearization_size", self.linearization_size)
         return copy
 
@@ -358,10 +360,10 @@ class DifferentiableStep:
             object.__setattr__(self, "linearization_size", size)
         return self.linearization_size <= LINEARIZATION_BUDGET
 
-    def _primal(self, qpos, qvel, act, action, data0, key, window, stiffness):
+    def _primal(self, qpos, qvel, act, action, data0, key, window, traced):
         """The step as the custom_vjp sees it: ((qpos, qvel, act), aux) of the next state."""
         data0 = data0.replace(qpos=qpos, qvel=qvel, act=act)
-        _, next_data, contact, trigger = self.at_stiffness(stiffness).forward(data0, action, key, window)
+        _, next_data, contact, trigger = self.at_traced(traced).forward(data0, action, key, window)
         return (next_data.qpos, next_data.qvel, next_data.act), (next_data, contact, trigger)
 
     def _build_vjp_step(self):
@@ -369,10 +371,11 @@ class DifferentiableStep:
         estimator's VJP (no full Jacobians): from the linearization the forward pass kept
         (``keeps_linearization``), else after recomputing the step."""
 
-        def fwd(qpos, qvel, act, action, data0, key, window, stiffness):
+        def fwd(qpos, qvel, act, action, data0, key, window, traced):
             data1 = data0.replace(qpos=qpos, qvel=qvel, act=act)
-            if self.keeps_linearization(data1, action):
-                me = self.at_stiffness(stiffness)
+            me = self.at_traced(traced)  # never self's physics: it may hold tracers of an outer vmap
+            if me.keeps_linearization(data1, action):
+                object.__setattr__(self, "linearization_size", me.linearization_size)  # from shapes: shared
                 pull, next_data, contact = me._linearized_step(data1, action)
                 trigger = me._trigger(contact, window)
                 out = (next_data.qpos, next_data.qvel, next_data.act), (next_data, contact, trigger)
@@ -380,25 +383,25 @@ class DifferentiableStep:
                 if self.estimator == "bcg":
                     ref = Configuration(next_data.qpos, next_data.qvel, next_data.act)
                     inputs = (data1, action, key, contact, trigger, ref)
-                return out, KeptLinearization(pull, qpos, next_data.qpos, stiffness, inputs)
-            out = self._primal(qpos, qvel, act, action, data0, key, window, stiffness)
+                return out, KeptLinearization(pull, qpos, next_data.qpos, traced, inputs)
+            out = self._primal(qpos, qvel, act, action, data0, key, window, traced)
             (qpos1, qvel1, act1), (_, contact, trigger) = out
-            return out, (data1, action, key, contact, trigger, Configuration(qpos1, qvel1, act1), stiffness)
+            return out, (data1, action, key, contact, trigger, Configuration(qpos1, qvel1, act1), traced)
 
         def bwd(res, cotangent):
             (g_qpos, g_qvel, g_act), _ = cotangent
             if isinstance(res, KeptLinearization):
-                me = self.at_stiffness(res.stiffness)
+                me = self.at_traced(res.traced)
                 qpos0 = res.qpos0
                 g_y = me._tangent_cotangent(res.qpos1, g_qpos, g_qvel, g_act)
                 if res.bundle_inputs is None:
                     g_x, g_u = res.pull(g_y)
                 else:
                     data0, action, key, contact, trigger, ref = res.bundle_inputs
-                    g_x, g_u = self._bcg_kept_vjp(trigger, res.stiffness, res.pull, data0, action, key, contact, ref, g_y)
+                    g_x, g_u = self._bcg_kept_vjp(trigger, res.traced, res.pull, data0, action, key, contact, ref, g_y)
             else:
-                data0, action, key, contact, trigger, ref, stiffness = res
-                me = self.at_stiffness(stiffness)
+                data0, action, key, contact, trigger, ref, traced = res
+                me = self.at_traced(traced)
                 qpos0 = data0.qpos
                 g_y = me._tangent_cotangent(ref.qpos, g_qpos, g_qvel, g_act)
                 g_x, g_u = me._vjp(data0, action, key, contact, trigger, ref, g_y)
@@ -417,9 +420,9 @@ class DifferentiableStep:
     def _build_jacobian_product_step(self):
         """The custom_vjp step whose backward pass applies transposed full Jacobians."""
 
-        def fwd(qpos, qvel, act, action, data0, key, window, stiffness):
+        def fwd(qpos, qvel, act, action, data0, key, window, traced):
             data0 = data0.replace(qpos=qpos, qvel=qvel, act=act)
-            (next_data, contact, trigger), (A, B), _ = self.at_stiffness(stiffness).jacobians(data0, action, key, window)
+            (next_data, contact, trigger), (A, B), _ = self.at_traced(traced).jacobians(data0, action, key, window)
             out = (next_data.qpos, next_data.qvel, next_data.act), (next_data, contact, trigger)
             return out, (A, B, qpos, next_data.qpos)
 
@@ -483,7 +486,7 @@ class DifferentiableStep:
         data0 = data0.replace(qpos=qpos, qvel=qvel, act=act)
         nominal, contact = control_step_with_contacts(self.physics, data0, self.action_to_ctrl(action))
         start, active, next_window = self._branch_window(contact, window)
-        rolled = self._branches_forward(active, self.physics.traced_stiffness, start, data0, action, key, contact, branches)
+        rolled = self._branches_forward(active, self.physics.traced, start, data0, action, key, contact, branches)
         next_data = nominal
         if self.config.forward == "mean":
             offsets = jax.vmap(lambda z: self.offset(self._with_raw(nominal, z), nominal))(rolled.z)
@@ -535,26 +538,26 @@ class DifferentiableStep:
     def _build_branch_step(self):
         """The custom_vjp step of ``bcg`` with branch rollouts (see the module docstring)."""
 
-        def primal(qpos, qvel, act, action, data0, key, window, branches, stiffness):
-            me = self.at_stiffness(stiffness)
+        def primal(qpos, qvel, act, action, data0, key, window, branches, traced):
+            me = self.at_traced(traced)
             out, (aux, _) = me._branching_primal(qpos, qvel, act, action, data0, key, window, branches)
             return out, aux
 
-        def fwd(qpos, qvel, act, action, data0, key, window, branches, stiffness):
-            me = self.at_stiffness(stiffness)
+        def fwd(qpos, qvel, act, action, data0, key, window, branches, traced):
+            me = self.at_traced(traced)
             out, (aux, (start, active, rolled)) = me._branching_primal(qpos, qvel, act, action, data0, key, window, branches)
             data0 = data0.replace(qpos=qpos, qvel=qvel, act=act)
             ref = Configuration(out[0], out[1], out[2])
-            return (out, aux), (data0, action, key, aux[1], start, active, branches, rolled, ref, out[3].valid, stiffness)
+            return (out, aux), (data0, action, key, aux[1], start, active, branches, rolled, ref, out[3].valid, traced)
 
         def bwd(res, cotangent):
-            data0, action, key, contact, start, active, branches, rolled, ref, kept, stiffness = res
-            me = self.at_stiffness(stiffness)
+            data0, action, key, contact, start, active, branches, rolled, ref, kept, traced = res
+            me = self.at_traced(traced)
             (g_qpos, g_qvel, g_act, g_carried), _ = cotangent
             g_state = jnp.concatenate([g_qpos, g_qvel, g_act])
             g_kept = jnp.where(kept[:, None], g_carried.z, 0.0)  # a dropped or ended branch is a constant
             g_in, g_u, g_branches = me._branch_backward(
-                active, stiffness, start, data0, action, key, contact, branches, rolled, ref, g_state, g_kept
+                active, traced, start, data0, action, key, contact, branches, rolled, ref, g_state, g_kept
             )
             nq, nv = int(self.physics.mj_model.nq), self.nv
             return (g_in[:nq], g_in[nq : nq + nv], g_in[nq + nv :], g_u, None, None, None, Branches(g_branches, None), None)
@@ -602,7 +605,7 @@ class DifferentiableStep:
         and the carried ``branches`` (``bcg`` with ``horizon > 1``; ``None``: no running
         rollout); everything else about the step is treated as a constant."""
         aux_in = jax.lax.stop_gradient(data0)
-        stiffness = self.physics.traced_stiffness
+        traced = self.physics.traced
         if branches is None:
             branches = self.empty_branches(data0.qpos.dtype)
         if self.branching and branches.z.shape != (self.num_branches, self.nz):
@@ -613,13 +616,13 @@ class DifferentiableStep:
             )
         if self.branching:
             (qpos, qvel, act, carried), aux = self._branch_step(
-                data0.qpos, data0.qvel, data0.act, action, aux_in, key, window, branches, stiffness
+                data0.qpos, data0.qvel, data0.act, action, aux_in, key, window, branches, traced
             )
             next_data, contact, trigger, next_window, dropped = aux
             next_data, contact, trigger = jax.lax.stop_gradient((next_data, contact, trigger))
             stats = {"bundle_dropped": dropped}
         else:
-            (qpos, qvel, act), aux = self._vjp_step(data0.qpos, data0.qvel, data0.act, action, aux_in, key, window, stiffness)
+            (qpos, qvel, act), aux = self._vjp_step(data0.qpos, data0.qvel, data0.act, action, aux_in, key, window, traced)
             next_data, contact, trigger = jax.lax.stop_gradient(aux)
             next_window = self._next_window(contact, window) if self.estimator == "bcg" else jnp.zeros((), jnp.int32)
             carried, stats = Branches(jnp.zeros_like(branches.z), jnp.zeros_like(branches.valid)), {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from pathlib import Path
-from typing import NamedTuple, Optional, Tuple, Union
+from typing import Dict, NamedTuple, Optional, Tuple, Union
 
 import jax
 import jax.numpy as jnp
@@ -134,6 +134,10 @@ class Physics:
         #: The contact stiffness when it is traced (custom derivative rules must receive
         #: it as an argument, not close over it), else None.
         object.__setattr__(self, "traced_stiffness", None)
+        #: The model fields substituted into ``model`` (``with_model_fields``), else None.
+        object.__setattr__(self, "model_fields", None)
+        #: This physics before any model fields were substituted.
+        object.__setattr__(self, "fieldless", self)
 
     def with_contact_stiffness(self, value: float | jax.Array) -> "Physics":
         """A copy with another contact stiffness: the penalty or Moreau model's ``kappa`` (1/m), or
@@ -145,6 +149,7 @@ class Physics:
         base = self.original
         new = copy.copy(base)
         object.__setattr__(new, "traced_stiffness", value if traced else None)
+        object.__setattr__(new, "fieldless", new)
         if base.penalty is not None:
             kappa = value if traced else float(value)
             object.__setattr__(new, "penalty", dataclasses.replace(base.penalty, kappa=kappa))
@@ -162,6 +167,38 @@ class Physics:
             replaced["pair_solref"] = m.pair_solref.at[:, 0].set(tc)
         object.__setattr__(new, "model", m.replace(**replaced))
         return new
+
+    def with_model_fields(self, fields: Dict[str, jax.Array]) -> "Physics":
+        """A copy whose MJX model has ``fields`` (attribute path -> array, e.g. an
+        episode's randomized ``body_mass``; ``model_fields.draw_fields``) in place of this
+        physics' own, for one env: the per-episode model of domain randomization. The
+        arrays may be traced; the custom derivative rules receive them through
+        ``traced``. The MuJoCo C model (``mj_model``) keeps its values, and so does every
+        static (NumPy) field of the MJX model."""
+        base = self.fieldless
+        new = copy.copy(base)
+        object.__setattr__(new, "model", base.model.tree_replace(dict(fields)))
+        object.__setattr__(new, "model_fields", dict(fields))
+        return new
+
+    @property
+    def traced(self) -> Optional[Tuple[Optional[jax.Array], Optional[Dict[str, jax.Array]]]]:
+        """What custom derivative rules take as an argument instead of closing over it
+        (JAX cannot lower a custom_vjp that closes over a tracer): None, or
+        ``(traced contact stiffness or None, model fields or None)``; ``at`` rebuilds the
+        physics from it."""
+        if self.traced_stiffness is None and self.model_fields is None:
+            return None
+        return self.traced_stiffness, self.model_fields
+
+    def at(self, traced: Optional[Tuple[Optional[jax.Array], Optional[Dict[str, jax.Array]]]]) -> "Physics":
+        """This physics with the stiffness and model fields ``traced`` (another copy's
+        ``traced``, passed as an argument; None: itself)."""
+        if traced is None:
+            return self
+        stiffness, fields = traced
+        physics = self if stiffness is None else self.with_contact_stiffness(stiffness)
+        return physics if fields is None else physics.with_model_fields(fields)
 
     @property
     def dt(self) -> float:

@@ -49,6 +49,7 @@ Starting state: reference-state initialization (``random_start``, default on): a
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any, Dict, Optional, Union
 
@@ -79,6 +80,8 @@ from bcg_envs.envs.g1.quaternions import (
     quat_rotate_inverse,
     quat_to_6d,
 )
+from bcg_envs.envs.g1.randomize import RANGE_KEYS, check_ranges, domain_randomize
+from bcg_envs.physics.model_fields import RandomizationFn
 
 
 def default_config() -> Dict[str, Any]:
@@ -126,6 +129,8 @@ def default_config() -> Dict[str, Any]:
             "key_body": 0.05,
         },
         "domain_randomization": False,
+        # Model draws once per env instance (from "seed"); make the env with
+        # randomize="episode" to draw them at every reset instead (randomize.py).
         "randomization": {
             "seed": 0,  # model parameters are drawn once per env instance from this seed
             "friction": (0.3, 1.2),  # foot-floor sliding friction
@@ -148,17 +153,19 @@ class G1Track(G1Env):
     estimator=..., bundle=..., backend=...)``. Without ``motion_file`` it tracks the shipped
     squat clip, so that ``G1Track-v0`` can be made without arguments.
 
-    Domain randomization (``config["domain_randomization"] = True``; off by default):
+    Domain randomization (off by default), from the ranges of ``config["randomization"]``:
+    foot-floor friction U(0.3, 1.2), every link's mass (and inertia) x U(0.8, 1.2), pelvis
+    mass + U(-3, 3) kg, actuator kp and kv x U(0.8, 1.2), and a push at reset (pelvis xy
+    velocity + U(-0.5, 0.5) m/s, every episode).
 
-    * implemented, drawn ONCE per env instance from ``config["randomization"]["seed"]``
-      (every episode and every vmapped copy of the instance share the draw, because the
-      base steps one MJX model closed over by the physics): foot-floor friction
-      U(0.3, 1.2), every link's mass (and inertia) x U(0.8, 1.2), pelvis mass + U(-3, 3) kg,
-      actuator kp and kv x U(0.8, 1.2);
-    * implemented per episode: a push at reset (pelvis xy velocity + U(-0.5, 0.5) m/s);
-    * not implemented: per-episode (or per-copy) model randomization, pushes during an
-      episode (the base has no hook between control steps), and 0-1 step action latency
-      (``action_to_ctrl`` sees only the current action).
+    * ``config["domain_randomization"] = True``: the model is drawn ONCE per env instance
+      from ``config["randomization"]["seed"]`` (every episode and every vmapped copy share
+      it);
+    * ``randomize="episode"`` (MJX backend): the model is drawn at every reset, per batch
+      element (``randomize.domain_randomize``, or the ``randomization_fn`` given), with the
+      push; the per-instance draw is then skipped, so the two do not stack;
+    * not implemented: pushes during an episode (the base has no hook between control
+      steps), and 0-1 step action latency (``action_to_ctrl`` sees only the current action).
     """
 
     #: The shipped clip tracked when no ``motion_file`` is given.
@@ -210,8 +217,19 @@ class G1Track(G1Env):
 
     # ----- model ------------------------------------------------------------------------
     def customize_model(self, model: mujoco.MjModel) -> None:
-        if self.config["domain_randomization"]:
+        if self.config["domain_randomization"] and self.randomize is None:
             randomize_model(model, self.config["randomization"])
+
+    def default_randomization_fn(self) -> RandomizationFn:
+        """``randomize.domain_randomize`` with the ranges of ``config["randomization"]``."""
+        ranges = {k: tuple(self.config["randomization"][k]) for k in RANGE_KEYS}
+        check_ranges(ranges)
+        return functools.partial(domain_randomize, ranges=ranges)
+
+    @property
+    def pushes_at_reset(self) -> bool:
+        """Whether ``initial_state`` pushes the pelvis (domain randomization of either kind)."""
+        return bool(self.config["domain_randomization"]) or self.randomize == "episode"
 
     # ----- reference lookup ------------------------------------------------------------
     def ref_index(self, info: Dict[str, Any], ahead: int = 0) -> jax.Array:
@@ -232,7 +250,7 @@ class G1Track(G1Env):
             start = jnp.zeros((), jnp.int32)
         qpos = self._ref["qpos"][start]
         qvel = self._ref["qvel"][start]
-        if self.config["domain_randomization"]:
+        if self.pushes_at_reset:
             v = self.config["randomization"]["push_velocity"]
             qvel = qvel.at[0:2].add(jax.random.uniform(k_push, (2,), minval=-v, maxval=v))
         return qpos, qvel, {
