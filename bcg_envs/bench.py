@@ -23,8 +23,8 @@ def device_summary() -> str:
     import jax
 
     devices = jax.devices()
-    return (f"{devices[0].platform} ({devices[0].device_kind}), {len(devices)} device{'s' if len(devices) > 1 else ''}, "
-            f"jax {jax.__version__}")
+    count = f"{len(devices)} device{'s' if len(devices) > 1 else ''}"
+    return f"{devices[0].platform} ({devices[0].device_kind}), {count}, jax {jax.__version__}"
 
 
 def _median_seconds(fn, repeats: int) -> float:
