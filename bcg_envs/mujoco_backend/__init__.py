@@ -6,7 +6,7 @@ MuJoCo C steps the same small model in microseconds. ``MujocoSimulation`` and
 ``backend="mujoco"``) keep the task's JAX logic (observation, reward, termination, initial
 states, action map; written once, in the task class) and replace only the physics:
 
-* Physics: ``mujoco.mj_step`` on ``jax_env.mj_model`` (the model MJX simulates, contact
+* Physics: ``mujoco.mj_step`` on the task's ``MjModel`` (the model MJX simulates, contact
   stiffness and task edits applied), ``physics.n_substeps`` substeps per control step, in
   float64, ``ctrl = action_to_ctrl(clip(action))`` in NumPy (as ``c + M a`` when the map is
   affine, checked at construction). The contact normal forces behind
@@ -14,6 +14,10 @@ states, action map; written once, in the task class) and replace only the physic
   MuJoCo's own (``mj_contactForce``), summed per contact event (body pair) as in MJX.
   ``bcg`` with ``horizon > 1`` keeps its window of one-step bundles here (no branch
   rollouts: those are the MJX training path's).
+* Task: a ``TaskSpec`` (the task's config, ``MjModel`` and pure functions) configures
+  the backend, which neither uses a ``DifferentiableStep`` nor traces ``reset``.
+  Private MJX layout (``mujoco.mjx._src``, ``mjx.Data._impl``) is confined to
+  ``mjx_layout``, pinned to the MuJoCo/MJX release it was written for.
 * Task logic: ``observe``/``reward``/``terminated`` are traced once into one jitted
   function of a packed vector holding exactly the ``mjx.Data`` leaves (and task-info
   entries) that they read, found by a liveness pass over the traced jaxpr; every other
@@ -22,7 +26,8 @@ states, action map; written once, in the task class) and replace only the physic
   are reordered into MJX's slot layout exactly as ``mjx.put_data`` does, and leaves
   without a fast copy would fall back to ``mjx.put_data`` per step. ``mjx.put_data``
   costs 3-9 ms per call on BoxPush, the packed path ~7 us plus one ~12 us jit dispatch
-  (``bcg_envs.backend_benchmark``).
+  (``bcg_envs.backend_benchmark``; ~40 us of CPU inside a step loop, where the dispatch
+  path's caches are cold).
 * Vector env: all copies advance in one multi-threaded ``mujoco.rollout.Rollout`` call;
   rollout returns states only, so each copy then replays ``mj_forward`` at the substeps
   where ``mj_collision`` finds contacts (and at the last one) for the contact forces, the
@@ -43,5 +48,6 @@ Jacobians.
 """
 
 from bcg_envs.mujoco_backend.envs import MujocoBatchSimulation, MujocoSimulation
+from bcg_envs.mujoco_backend.task_spec import TaskSpec
 
-__all__ = ["MujocoBatchSimulation", "MujocoSimulation"]
+__all__ = ["MujocoBatchSimulation", "MujocoSimulation", "TaskSpec"]

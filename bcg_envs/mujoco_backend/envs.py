@@ -14,15 +14,27 @@ from bcg_envs.envs.base import MAX_QVEL, Jacobians, MjxEnv
 from bcg_envs.gradients.config import BundleConfig
 from bcg_envs.mujoco_backend.jacobians import Stepper
 from bcg_envs.mujoco_backend.simulation import FULL_STATE, ContactLog, EnvCore, TaskModel
+from bcg_envs.mujoco_backend.task_spec import TaskSpec
+
+
+def task_spec(env_name: str, env_kwargs: Dict[str, Any], jax_env: Optional[MjxEnv] = None) -> TaskSpec:
+    """The ``TaskSpec`` of ``jax_env`` (then ``env_kwargs`` must be empty) or of ``env_name``
+    made from ``env_kwargs``."""
+    if jax_env is None:
+        return TaskSpec.make(env_name, env_kwargs)
+    if env_kwargs:
+        raise ValueError(f"give either jax_env or env keyword arguments, not both (got {sorted(env_kwargs)})")
+    return TaskSpec.from_env(env_name, jax_env)
 
 
 class MujocoSimulation:
-    """One env of a task stepped in MuJoCo C (float64), the task logic traced from its
-    JAX env."""
+    """One env of a task stepped in MuJoCo C (float64), the task logic traced from the
+    task's pure functions (``TaskSpec``)."""
 
     def __init__(self, env_name: str, env_kwargs: Dict[str, Any], jax_env: Optional[MjxEnv] = None) -> None:
-        self.task = TaskModel(env_name, env_kwargs, jax_env=jax_env)
-        self.jax_env = self.task.jax_env
+        self.task = TaskModel(task_spec(env_name, env_kwargs, jax_env))
+        #: The task (a JAX env) the functions belong to: the Gymnasium env's ``jax_env``.
+        self.jax_env: MjxEnv = self.task.spec.task
         self.core = EnvCore(self.task)
         self.stepper = Stepper(self.task)
         self.default_estimator = self.stepper.default_estimator
@@ -83,8 +95,8 @@ class MujocoBatchSimulation:
     """
 
     def __init__(self, env_name: str, num_envs: int, env_kwargs: Dict[str, Any]) -> None:
-        self.task = TaskModel(env_name, env_kwargs)
-        self.jax_env: MjxEnv = self.task.jax_env
+        self.task = TaskModel(task_spec(env_name, env_kwargs))
+        self.jax_env: MjxEnv = self.task.spec.task
         self.num_envs = num_envs
         self.cores = [EnvCore(self.task) for _ in range(num_envs)]
         self.stepper = Stepper(self.task)

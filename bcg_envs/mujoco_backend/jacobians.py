@@ -237,9 +237,8 @@ class Stepper:
 
     def __init__(self, shared: TaskModel):
         self.s = shared
-        env = shared.jax_env
-        self.default_estimator = env.estimator
-        self.default_bundle = env.bundle
+        self.default_estimator = shared.spec.estimator
+        self.default_bundle = shared.spec.bundle
         self._configs: Dict[Tuple[Optional[BundleConfig], str], BundleConfig] = {}
 
     def config(self, bundle: Optional[BundleConfig], estimator: str) -> BundleConfig:
@@ -249,7 +248,7 @@ class Stepper:
             raise ValueError(f"bundle must be a BundleConfig or None, got {type(bundle).__name__}")
         key = (bundle, estimator)
         if key not in self._configs:
-            cfg = (bundle or self.default_bundle).with_defaults(self.s.jax_env.default_force_threshold)
+            cfg = (bundle or self.default_bundle).with_defaults(self.s.spec.default_force_threshold)
             n = samples_for(cfg, estimator, self.s.nx, self.s.nu)
             self._configs[key] = dataclasses.replace(cfg, num_samples=n, allow_underdetermined=True)
         return self._configs[key]

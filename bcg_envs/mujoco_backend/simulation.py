@@ -3,6 +3,8 @@ model and rollout, and the per-env core (state, substeps, divergence, task outpu
 
 from __future__ import annotations
 
+import functools
+import math
 import os
 from typing import Any, Dict, Optional, Tuple
 
@@ -12,11 +14,11 @@ import mujoco
 import numpy as np
 from mujoco import rollout as mj_rollout
 
-from bcg_envs.envs.base import MAX_QVEL, STEP_INFO, MjxEnv
+from bcg_envs.envs.base import MAX_QVEL, STEP_INFO
 from bcg_envs.gradients.config import BundleConfig
 from bcg_envs.gradients.trigger import bundle_decision
 from bcg_envs.mujoco_backend.task_program import TaskProgram
-from bcg_envs.registry import make_jax
+from bcg_envs.mujoco_backend.task_spec import TaskSpec
 
 
 
@@ -32,6 +34,15 @@ INTEGRATION_STATE = mujoco.mjtState.mjSTATE_INTEGRATION
 _BAD = sorted(int(w) for w in (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL))
 assert _BAD == list(range(_BAD[0], _BAD[0] + 3))
 _BAD_SLICE = slice(_BAD[0], _BAD[0] + 3)
+
+
+@functools.cache
+def bundle_decision_scalar(estimator: str, pressing: bool, window: int, horizon: int) -> Tuple[bool, int]:
+    """``bundle_decision`` on Python scalars, memoized: a pure function of a few discrete
+    arguments (``window < horizon``), so each case runs the shared NumPy code once instead
+    of ~10 us of array calls per step."""
+    bundles, window = bundle_decision(estimator, pressing, window, horizon, xp=np)
+    return bool(bundles), int(window)
 
 
 def _default_threads() -> int:
@@ -51,13 +62,13 @@ class PhysicsAction:
     """``MjxEnv.physics_action`` on host data: the policy's clipped action and the step's
     info (before the step) to the action ``action_to_ctrl`` maps, and its Jacobian for
     ``grad_step``'s chain rule. The identity, without a JAX call, for tasks that keep the
-    base's hook."""
+    base's hook (``TaskSpec.physics_action`` None)."""
 
-    def __init__(self, jax_env: MjxEnv):
-        self.identity = type(jax_env).physics_action is MjxEnv.physics_action
+    def __init__(self, spec: TaskSpec):
+        self.identity = spec.physics_action is None
         if not self.identity:
-            self._f = jax.jit(jax_env.physics_action)
-            self._jac = jax.jit(jax.jacfwd(jax_env.physics_action))
+            self._f = jax.jit(spec.physics_action)
+            self._jac = jax.jit(jax.jacfwd(spec.physics_action))
 
     @staticmethod
     def _info(info: Dict[str, Any]) -> Dict[str, np.ndarray]:
@@ -79,11 +90,11 @@ class _ActionMap:
     """``action_to_ctrl`` in NumPy: ``c + M a`` when the task's map is affine (checked at
     random points), otherwise the jitted JAX function."""
 
-    def __init__(self, jax_env: MjxEnv, nu: int):
-        f = jax.jit(jax_env.action_to_ctrl)
+    def __init__(self, action_to_ctrl, nu: int):
+        f = jax.jit(action_to_ctrl)
         zero = np.zeros(nu, np.float32)
         c = np.asarray(f(zero), np.float64)
-        M = np.asarray(jax.jacfwd(jax_env.action_to_ctrl)(zero), np.float64).reshape(c.size, nu)
+        M = np.asarray(jax.jacfwd(action_to_ctrl)(zero), np.float64).reshape(c.size, nu)
         rng = np.random.default_rng(0)
         affine = True
         for _ in range(4):
@@ -124,14 +135,17 @@ class ContactLog:
     def _forces(self, m: mujoco.MjModel, d: mujoco.MjData):
         """(contact index, normal force, geom pair, body pair) of every active contact."""
         con = d.contact
+        address, geoms = con.efc_address.tolist(), con.geom.tolist()
+        body = m.geom_bodyid
+        buf, force = self._buf, mujoco.mj_contactForce
         out = []
         for i in range(d.ncon):
-            if con.efc_address[i] < 0:
+            if address[i] < 0:
                 continue
-            mujoco.mj_contactForce(m, d, i, self._buf)
-            g1, g2 = int(con.geom[i, 0]), int(con.geom[i, 1])
-            bodies = tuple(sorted((int(m.geom_bodyid[g1]), int(m.geom_bodyid[g2]))))
-            out.append((i, float(self._buf[0]), (g1, g2), bodies))
+            force(m, d, i, buf)
+            g1, g2 = geoms[i]
+            b1, b2 = int(body[g1]), int(body[g2])
+            out.append((i, buf.item(0), (g1, g2), (b1, b2) if b1 <= b2 else (b2, b1)))
         return out
 
     @staticmethod
@@ -143,7 +157,7 @@ class ContactLog:
 
     def start(self, m: mujoco.MjModel, d: mujoco.MjData) -> None:
         """Event forces at the step's start (``d`` holds the previous step's last substep)."""
-        self._start = self._sums(self._forces(m, d))
+        self._start = self._sums(self._forces(m, d)) if d.ncon else {}
 
     def record(self, m: mujoco.MjModel, d: mujoco.MjData) -> None:
         if not d.ncon:
@@ -173,10 +187,14 @@ class ContactLog:
     @property
     def max_rise(self) -> float:
         """Largest rise of a contact event's force within the step, N (0 if none rose)."""
+        if not self.events:
+            return 0.0
         return max([0.0, *self.rises().values()])
 
     def pressing(self, cfg: BundleConfig) -> set:
         """Body pairs whose event fires the ``bcg`` trigger (``BundleConfig.trigger``)."""
+        if not self.events:
+            return set()
         measure = self.events if cfg.trigger == "force" else self.rises()
         return {b for b, f in measure.items() if f > cfg.force_threshold}
 
@@ -216,28 +234,17 @@ class _Tangent:
 class TaskModel:
     """Everything the environments of one task share: model, program, maps, threads."""
 
-    def __init__(self, env_name: str, env_kwargs: Dict[str, Any], nthread: Optional[int] = None,
-                 jax_env: Optional[MjxEnv] = None):
-        """``jax_env``: an already-built JAX env of ``env_name`` to simulate (then
-        ``env_kwargs`` must be empty); by default one is made from ``env_kwargs``."""
-        if jax_env is not None and env_kwargs:
-            raise ValueError(f"give either jax_env or env keyword arguments, not both (got {sorted(env_kwargs)})")
-        contact_model = jax_env.contact_model if jax_env is not None else env_kwargs.get("contact_model", "mujoco")
-        if contact_model != "mujoco":
-            raise ValueError(
-                f"contact_model={contact_model!r} runs on the MJX backend only "
-                "(backend='mjx'); MuJoCo C simulates contact_model='mujoco'"
-            )
-        self.jax_env: MjxEnv = jax_env if jax_env is not None else make_jax(env_name, **env_kwargs)
-        env = self.jax_env
-        self.model: mujoco.MjModel = env.mj_model
+    def __init__(self, spec: TaskSpec, nthread: Optional[int] = None):
+        """``nthread``: threads of the shared ``Rollout`` (None: up to 8, one per CPU)."""
+        self.spec = spec
+        self.model: mujoco.MjModel = spec.mj_model
         m = self.model
-        self.n_substeps = int(env.physics.n_substeps)
+        self.n_substeps = int(spec.n_substeps)
         self.nq, self.nv, self.na, self.nu = int(m.nq), int(m.nv), int(m.na), int(m.nu)
         self.nx = 2 * self.nv + self.na
-        self.program = TaskProgram(env, m)
-        self.action_map = _ActionMap(env, self.nu)
-        self.physics_action = PhysicsAction(env)
+        self.program = TaskProgram(spec)
+        self.action_map = _ActionMap(spec.action_to_ctrl, self.nu)
+        self.physics_action = PhysicsAction(spec)
         self.tangent = _Tangent(m)
         self.nstate = mujoco.mj_stateSize(m, FULL_STATE)
         self.nint = mujoco.mj_stateSize(m, INTEGRATION_STATE)
@@ -251,14 +258,14 @@ class TaskModel:
         self.reset_batch = jax.jit(jax.vmap(self._reset))
         self.body_of_geom = np.asarray(m.geom_bodyid)
         self.metric_keys = self.program.metric_keys
-        self.episode_length = int(env.episode_length)
+        self.episode_length = spec.episode_length
         self.info_dtypes = {k: dt for k, (_, dt) in self.program.info_avals.items()}
         self.info_dtypes.update({k: np.float32 for k in self.metric_keys})
         self.info_dtypes.update({k: STEP_INFO[k][0] for k in ("bundle_dropped", "bundle_alpha")})
 
     def _reset(self, key):
         rng, k = jax.random.split(key)
-        qpos, qvel, task_info = self.jax_env.initial_state(k)
+        qpos, qvel, task_info = self.spec.initial_state(k)
         return jnp.asarray(qpos, jnp.float32), jnp.asarray(qvel, jnp.float32), task_info
 
     def close(self):
@@ -294,7 +301,12 @@ class EnvCore:
         self.s = shared
         m = shared.model
         self.d = mujoco.MjData(m)
+        # Views into ``d`` (stable for its lifetime): attribute access on MjData builds a
+        # new array per call, ~0.5 us each on the per-step path.
+        self._qpos, self._qvel, self._ctrl = self.d.qpos, self.d.qvel, self.d.ctrl
+        self._bad_warnings = self.d.warning.number[_BAD_SLICE]
         self._snap = np.zeros(shared.nint)
+        self._warn: list = []
         self.prev_data = mujoco.MjData(m)
         self.scratch_data = mujoco.MjData(m)
         self.info: Optional[Dict[str, Any]] = None
@@ -346,16 +358,18 @@ class EnvCore:
     # ----- physics ------------------------------------------------------------------------
     def begin(self) -> None:
         mujoco.mj_getState(self.s.model, self.d, self._snap, INTEGRATION_STATE)
-        self._warn = self.d.warning.number[_BAD_SLICE].tolist()
+        self._warn = self._bad_warnings.tolist()
 
     def substeps(self, ctrl: np.ndarray) -> ContactLog:
         m, d = self.s.model, self.d
-        d.ctrl[:] = ctrl
+        self._ctrl[:] = ctrl
         log = ContactLog()
         log.start(m, d)
+        step = mujoco.mj_step
         for _ in range(self.s.n_substeps):
-            mujoco.mj_step(m, d)
-            log.record(m, d)
+            step(m, d)
+            if d.ncon:
+                log.record(m, d)
         return log
 
     def replay(self, ctrl: np.ndarray, states: np.ndarray, start: np.ndarray, warmstart: np.ndarray) -> ContactLog:
@@ -391,12 +405,14 @@ class EnvCore:
         return log
 
     def diverged(self, rolled_time_ok: bool = True) -> bool:
-        d = self.d
         # MuJoCo resets the data (and warns) on a non-finite or huge state, so the
         # warning counters catch what the state check alone would miss.
-        warned = d.warning.number[_BAD_SLICE].tolist() != self._warn
-        vmax = np.abs(d.qvel).max() if d.qvel.size else 0.0
-        return bool(warned or not rolled_time_ok or not np.isfinite(d.qpos.sum()) or not vmax < MAX_QVEL)
+        if self._bad_warnings.tolist() != self._warn or not rolled_time_ok:
+            return True
+        # Finite qpos and |qvel| < MAX_QVEL (False for NaN) in every entry, as MJX's check.
+        if not all(-MAX_QVEL < v < MAX_QVEL for v in self._qvel.tolist()):
+            return True
+        return not all(map(math.isfinite, self._qpos.tolist()))
 
     def finish(self, diverged: bool, log: ContactLog, trigger: bool, window: int, clipped) -> Dict[int, np.ndarray]:
         """Revert or refresh after the physics; update info; returns the prev leaves."""
@@ -432,6 +448,4 @@ class EnvCore:
     # ----- trigger logic (``bcg_envs.gradients.trigger``, shared with the MJX step) -------
     def trigger(self, estimator: str, cfg: BundleConfig, log: ContactLog) -> Tuple[bool, int]:
         """(whether this step bundles, the next step's bundle window; 0 unless ``bcg``)."""
-        bundles, window = bundle_decision(estimator, bool(log.pressing(cfg)), int(self.info["bundle_window"]),
-                                          cfg.horizon, xp=np)
-        return bool(bundles), int(window)
+        return bundle_decision_scalar(estimator, bool(log.pressing(cfg)), int(self.info["bundle_window"]), cfg.horizon)

@@ -11,13 +11,12 @@ import mujoco
 import numpy as np
 from mujoco import mjx
 
-from bcg_envs.envs.base import BRANCH_INFO, OBS_BOUND, STEP_INFO, MjxEnv
+from bcg_envs.envs.base import OBS_BOUND, STEP_INFO
+from bcg_envs.mujoco_backend import mjx_layout
+from bcg_envs.mujoco_backend.task_spec import TaskSpec
 
 #: Info entries ``MjxEnv.state_from`` creates (the rest are the task's own).
 _BASE_INFO = ("rng", *STEP_INFO)
-
-#: 1-D constraint arrays that ``mjx.put_data`` reorders into MJX's efc layout.
-_EFC_1D = ("efc_pos", "efc_margin", "efc_frictionloss", "efc_D", "efc_aref", "efc_force")
 
 
 # ======================================================================================
@@ -43,69 +42,6 @@ class _Leaf:
         self.integer = not np.issubdtype(self.dtype, np.floating)
 
 
-class _ContactLayout:
-    """``mjx.put_data``'s placement of C contacts and constraint rows into MJX slots."""
-
-    def __init__(self, model: mujoco.MjModel):
-        from mujoco.mjx._src import collision_driver, constraint, types
-
-        dim = collision_driver.make_condim(model, impl=types.Impl.JAX)
-        efc_type = constraint.make_efc_type(model, dim)
-        self.efc_address = np.asarray(constraint.make_efc_address(model, dim, efc_type))
-        self.ne, self.nf, self.nl, self.nc = constraint.counts(efc_type)
-        self.nefc = self.ne + self.nf + self.nl + self.nc
-        self.dim = np.asarray(dim)
-        self.slots = {int(v): np.flatnonzero(self.dim == v) for v in np.unique(self.dim)}
-        self.pyramidal = model.opt.cone == mujoco.mjtCone.mjCONE_PYRAMIDAL
-
-    def contact_map(self, d: mujoco.MjData) -> np.ndarray:
-        """slot -> C contact index (-1: empty), as ``mjx._src.io._put_contact``."""
-        cmap = -np.ones(self.dim.size, np.int64)
-        if d.ncon:
-            cdim = d.contact.dim[: d.ncon]
-            for v, slots in self.slots.items():
-                idx = np.flatnonzero(cdim == v)
-                if idx.size > slots.size:
-                    raise ValueError(f"unable to place {idx.size} contacts of condim {v} in {slots.size} MJX slots")
-                cmap[slots[: idx.size]] = idx
-            if np.sum(cmap >= 0) != d.ncon:
-                raise ValueError("contact of a condim MJX does not allocate")
-        return cmap
-
-    def contact_field(self, d: mujoco.MjData, name: str, shape, cmap) -> np.ndarray:
-        if name == "dim":
-            return self.dim.reshape(shape)
-        if name == "efc_address":
-            return self.efc_address.reshape(shape)
-        out = np.zeros(shape)
-        if name == "dist":
-            out[:] = 1e10
-        on = cmap >= 0
-        if np.any(on):
-            src = np.asarray(getattr(d.contact, name))[cmap[on]]
-            out[on] = src.reshape((-1,) + tuple(shape[1:]))
-        return out
-
-    def efc_field(self, d: mujoco.MjData, name: str, cmap) -> np.ndarray:
-        src = np.asarray(getattr(d, name))
-        out = np.zeros(self.nefc)
-        dst_beg, src_beg = 0, 0
-        for size_mjx, size_c in ((self.ne, d.ne), (self.nf, d.nf), (self.nl, d.nl)):
-            out[dst_beg : dst_beg + size_c] = src[src_beg : src_beg + size_c]
-            dst_beg, src_beg = dst_beg + size_mjx, src_beg + size_c
-        if d.ncon:
-            c_adr = d.contact.efc_address
-            for slot, ci in enumerate(cmap):
-                if ci < 0 or c_adr[ci] < 0:
-                    continue
-                rows = int(self.dim[slot])
-                if rows > 1 and self.pyramidal:
-                    rows = 2 * (rows - 1)
-                o = self.efc_address[slot]
-                out[o : o + rows] = src[c_adr[ci] : c_adr[ci] + rows]
-        return out
-
-
 class TaskProgram:
     """``(prev, action, data, info) -> (obs, reward, done, success, weighted terms, task
     info)``, jitted once: the task's ``MjxEnv.finish_step`` (the same function the MJX
@@ -114,36 +50,35 @@ class TaskProgram:
     Inputs travel as one float and one int vector holding only the leaves it reads.
     """
 
-    def __init__(self, jax_env: MjxEnv, model: mujoco.MjModel):
-        self.env = jax_env
-        self.model = model
+    def __init__(self, spec: TaskSpec):
+        self.spec = spec
+        self.model = model = spec.mj_model
         d = mujoco.MjData(model)
         mujoco.mj_forward(model, d)
         template = mjx.put_data(model, d)
         flat, self._treedef = jax.tree_util.tree_flatten_with_path(template)
         self._paths = [jax.tree_util.keystr(p) for p, _ in flat]
         self._avals = [(tuple(x.shape), np.dtype(x.dtype)) for _, x in flat]
-        info_spec = jax.eval_shape(jax_env.reset, jax.random.PRNGKey(0)).info
-        self.info_keys = [k for k in info_spec if k != "rng" and k not in BRANCH_INFO]
+        info_spec = spec.info_spec
+        self.info_keys = list(info_spec)
         self.info_avals = {k: (tuple(info_spec[k].shape), np.dtype(info_spec[k].dtype)) for k in self.info_keys}
-        self.metric_keys = [f"reward/{k}" for k in jax_env.config["reward_weights"]]
-        updates = type(jax_env).update_info is not MjxEnv.update_info
-        self.task_info_keys = [k for k in self.info_keys if k not in _BASE_INFO] if updates else []
+        self.metric_keys = [f"reward/{k}" for k in spec.reward_keys]
+        self.task_info_keys = [k for k in self.info_keys if k not in _BASE_INFO] if spec.updates_info else []
         self.nu = int(model.nu)
-        self.nobs = int(jax_env.observation_size)
 
         # Which leaves do the task functions read?
         n = len(self._paths)
         specs = [jax.ShapeDtypeStruct(s, t) for s, t in self._avals]
         info_specs = {k: jax.ShapeDtypeStruct(*self.info_avals[k]) for k in self.info_keys}
         closed = jax.make_jaxpr(self._task)(specs, jax.ShapeDtypeStruct((self.nu,), np.float32), specs, info_specs)
+        self.nobs = int(np.prod(closed.out_avals[0].shape, dtype=np.int64))  # the observation comes first
         live = _live_inputs(closed.jaxpr)
         info_order = sorted(self.info_keys)  # dict flattening order
         self.prev_used = [i for i in range(n) if live[i]]
         self.data_used = [i for i in range(n) if live[n + 1 + i]]
         self.info_used = [k for k, on in zip(info_order, live[2 * n + 1 :]) if on]
 
-        self._layout = _ContactLayout(model)
+        self._layout = mjx_layout.ContactLayout(model)
         used = sorted(set(self.prev_used) | set(self.data_used))
         probe = mujoco.MjData(model)
         self.leaves: Dict[int, _Leaf] = {i: self._make_leaf(i, probe) for i in used}
@@ -173,14 +108,14 @@ class TaskProgram:
         self._slots = [(groups[g], k, integer, off, off + size, len(shape) > 1) for g, k, shape, integer, off, size in self._entries]
         self._task_info_sizes = [int(np.prod(self.info_avals[k][0], dtype=np.int64)) for k in self.task_info_keys]
         self.nout = self.nobs + 3 + len(self.metric_keys) + sum(self._task_info_sizes)
+        self._obs_low, self._obs_high = np.array(-OBS_BOUND, np.float32), np.array(OBS_BOUND, np.float32)
         self._fns: Dict[tuple, Callable] = {}
 
     # ----- the traced function ------------------------------------------------------------
     def _task(self, prev_leaves, action, data_leaves, info):
-        env = self.env
         prev = jax.tree_util.tree_unflatten(self._treedef, prev_leaves)
         data = jax.tree_util.tree_unflatten(self._treedef, data_leaves)
-        obs, reward, done, info, weighted = env.finish_step(prev, jnp.clip(action, -1.0, 1.0), data, info)
+        obs, reward, done, info, weighted = self.spec.finish_step(prev, jnp.clip(action, -1.0, 1.0), data, info)
         return obs, reward, done, info["is_success"], weighted, {k: info[k] for k in self.task_info_keys}
 
     def _packed(self, fvec, ivec):
@@ -241,16 +176,8 @@ class TaskProgram:
     def _make_leaf(self, i: int, probe: mujoco.MjData) -> _Leaf:
         path = self._paths[i]
         shape, dtype = self._avals[i]
-        size = int(np.prod(shape, dtype=np.int64))
-        parts = path.lstrip(".").split(".")
-        if parts[0] != "_impl" and len(parts) == 1 and hasattr(probe, parts[0]):
-            if np.asarray(getattr(probe, parts[0])).size == size:
-                return _Leaf(path, shape, dtype, "public", parts[0])
-        if parts[:2] == ["_impl", "contact"] and len(parts) == 3 and hasattr(probe.contact, parts[2]):
-            return _Leaf(path, shape, dtype, "contact", parts[2])
-        if len(parts) == 2 and parts[0] == "_impl" and parts[1] in _EFC_1D:
-            return _Leaf(path, shape, dtype, "efc", parts[1])
-        return _Leaf(path, shape, dtype, "slow", None)
+        kind, source = mjx_layout.leaf_source(path, int(np.prod(shape, dtype=np.int64)), probe)
+        return _Leaf(path, shape, dtype, kind, source)
 
     def read(self, d: mujoco.MjData) -> Dict[int, np.ndarray]:
         """The used leaves of ``d`` (after kinematics), as float64 / int arrays."""
@@ -284,9 +211,10 @@ class TaskProgram:
     def unpack(self, out: np.ndarray):
         """obs (float32), reward, done, weighted terms, info updates (``is_success`` and the
         task's own entries): Python scalars for one output, arrays for a batch."""
-        obs = out[..., : self.nobs].astype(np.float32)
-        np.minimum(obs, OBS_BOUND, out=obs)
-        np.maximum(obs, -OBS_BOUND, out=obs)
+        # Clipping commutes with the cast to float32 (the bound is a float32 value).
+        obs = np.minimum(np.maximum(out[..., : self.nobs], self._obs_low), self._obs_high)
+        if obs.dtype != np.float32:
+            obs = obs.astype(np.float32)
         nm = len(self.metric_keys)
         updates: Dict[str, Any] = {}
         off = self.nobs + 3 + nm
@@ -297,7 +225,8 @@ class TaskProgram:
             off += size
         if out.ndim == 1:
             rest = out[self.nobs : self.nobs + 3 + nm].tolist()
-            updates = {k: (v.item() if v.ndim == 0 else v) for k, v in updates.items()}
+            if updates:
+                updates = {k: (v.item() if v.ndim == 0 else v) for k, v in updates.items()}
             updates["is_success"] = rest[2] > 0.5
             return obs, rest[0], rest[1] > 0.5, dict(zip(self.metric_keys, rest[3:])), updates
         reward = out[:, self.nobs].astype(np.float32)
