@@ -18,11 +18,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from bcg_envs.cpu_runtime import wait_ready
-from bcg_envs.envs.base import OBS_BOUND, Jacobians, MjxEnv
+from bcg_envs.envs.base import BRANCH_INFO, OBS_BOUND, Jacobians, MjxEnv
 from bcg_envs.gradients.config import BundleConfig
 
-#: State info entries that stay inside the simulation.
-_HIDDEN_INFO = ("rng",)
+#: State info entries that stay inside the simulation: the key, and a running bcg branch
+#: rollout (B copies of the state, which the MuJoCo C backend never has).
+_HIDDEN_INFO = ("rng", *BRANCH_INFO)
 
 
 def numpy_info(state) -> Dict[str, Any]:

@@ -52,7 +52,8 @@ class BundleConfig:
         step Jacobian there stays at the smooth steps' value (measured by
         ``python -m baselines.friction_switches``; the large norms finite differences
         show at those steps change by orders of magnitude with the difference step).
-      horizon: the paper's H, control steps of a ``bcg`` branch rollout. At a trigger the
+      horizon: the paper's H (default 2, as the paper), control steps of a ``bcg`` branch
+        rollout; 1 bundles the triggered step alone. At a trigger the
         B perturbed branches are rolled H steps under the nominal actions and the rollout
         gradient (``jax.grad``, SHAC) through the window is the mean over valid branches of
         each branch's H-step sensitivity; the branch states travel in the env state
@@ -90,7 +91,7 @@ class BundleConfig:
     action_sigma: float = 0.0
     force_threshold: Optional[float] = None
     trigger: str = "force"
-    horizon: int = 1
+    horizon: int = 2
     space: str = "cartesian"
     forward: str = "nominal"
     antithetic: bool = False

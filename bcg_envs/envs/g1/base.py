@@ -28,11 +28,6 @@ from bcg_envs.envs.base import MjxEnv
 from bcg_envs.envs.g1 import constants as C
 from bcg_envs.envs.g1 import motions
 from bcg_envs.envs.g1.quaternions import quat_normalize, quat_rotate_inverse
-from bcg_envs.gradients.config import BundleConfig
-
-#: Default bundle of the G1 tasks: the base's Cartesian 1 cm / 2 cm/s, B = 10, and the
-#: paper's horizon H = 2 control steps (the force threshold comes from ``G1Env``).
-G1_BUNDLE = BundleConfig(horizon=2)
 
 
 # --------------------------------------------------------------------------------------
@@ -80,8 +75,8 @@ class G1Env(MjxEnv):
     """Base of the G1 tasks: model, BCG defaults, index tables and contact helpers.
 
     Defaults (paper): ``default_force_threshold = 400`` N, ``contact_stiffness="stiff"``
-    (``solref`` time constant 0.008 s = 2 * timestep), and, when no ``bundle`` is given,
-    ``BundleConfig(horizon=2)`` (Cartesian 1 cm / 2 cm/s, B = 10, H = 2).
+    (``solref`` time constant 0.008 s = 2 * timestep), and ``BundleConfig``'s own
+    defaults (Cartesian 1 cm / 2 cm/s, B = 10, H = 2).
 
     The threshold applies to a contact event (a foot on the floor: its four spheres'
     forces summed). Measured with the reference replay (``python -m
@@ -99,8 +94,8 @@ class G1Env(MjxEnv):
     moreau_physics_dt = 0.005
     render_camera = "track"
 
-    def __init__(self, *, bundle: Optional[BundleConfig] = None, **kwargs) -> None:
-        super().__init__(bundle=G1_BUNDLE if bundle is None else bundle, **kwargs)
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
         m = self.mj_model
         self.key_site_ids = np.array([m.site(s).id for s in C.KEY_SITES], np.int32)
         self.foot_geom_ids = np.array([m.geom(g).id for g in C.FOOT_GEOMS], np.int32)
@@ -249,7 +244,6 @@ def max_deviation_from_default(reference: ReferenceMotion) -> np.ndarray:
 
 __all__ = [
     "G1Env",
-    "G1_BUNDLE",
     "ReferenceMotion",
     "body_angvel",
     "body_linvel",
