@@ -366,3 +366,62 @@ def report_cpu_threads(results: Dict[str, Dict[str, List[float]]], env_id: str) 
     if hung:
         lines.append(f"\nRounds that did not finish (hang): {', '.join(hung)}.")
     return "\n".join(lines)
+
+
+def backend_latency(env_id: str = "BoxPush-v0", steps: int = 200, rounds: int = 7) -> Dict[str, Dict[str, List[float]]]:
+    """Single-env Gymnasium ``step`` latency of ``backend="mujoco"``, Gymnasium's
+    ``Pusher-v5`` (MuJoCo C with NumPy task code: the bar for a C env) and
+    ``backend="mjx"``, in interleaved blocks of ``steps`` random-action steps (``rounds``
+    rounds, the order rotating each round), so that all three see the same machine load.
+    Returns per env ``{"wall": [...], "cpu": [...]}``: seconds per step of each block
+    (wall clock and this process's CPU time)."""
+    import gymnasium
+
+    import bcg_envs  # noqa: F401  (registers the ids)
+
+    # All three through gymnasium.make, so each carries Gymnasium's default wrappers.
+    envs = {
+        "mujoco": gymnasium.make(f"bcg_envs/{env_id}", backend="mujoco"),
+        "Pusher-v5": gymnasium.make("Pusher-v5"),
+        "mjx": gymnasium.make(f"bcg_envs/{env_id}", backend="mjx"),
+    }
+    rng = np.random.default_rng(0)
+    out: Dict[str, Dict[str, List[float]]] = {name: {"wall": [], "cpu": []} for name in envs}
+
+    def block(env) -> tuple:
+        actions = rng.uniform(-1.0, 1.0, (steps, *env.action_space.shape)).astype(env.action_space.dtype)
+        wall, cpu = time.perf_counter(), time.process_time()
+        for a in actions:
+            _, _, terminated, truncated, _ = env.step(a)
+            if terminated or truncated:
+                env.reset()
+        return (time.perf_counter() - wall) / steps, (time.process_time() - cpu) / steps
+
+    try:
+        for env in envs.values():
+            env.reset(seed=0)
+            block(env)  # warm-up: compiles (mjx), caches
+        names = list(envs)
+        for r in range(rounds):
+            for name in names[r % 3:] + names[: r % 3]:
+                wall, cpu = block(envs[name])
+                out[name]["wall"].append(wall)
+                out[name]["cpu"].append(cpu)
+    finally:
+        for env in envs.values():
+            env.close()
+    return out
+
+
+def report_backend_latency(results: Dict[str, Dict[str, List[float]]], env_id: str) -> str:
+    """Median microseconds per step and the ratios to Pusher-v5 (same run)."""
+    med = {name: {k: float(np.median(v)) for k, v in r.items()} for name, r in results.items()}
+    rounds = len(next(iter(results.values()))["wall"])
+    lines = [f"single-env step latency, {env_id} (median of {rounds} interleaved blocks):",
+             "| env | wall µs/step | CPU µs/step | wall / Pusher-v5 | CPU / Pusher-v5 |", "|---|---|---|---|---|"]
+    base = med["Pusher-v5"]
+    for name, m in med.items():
+        label = name if name == "Pusher-v5" else f'{env_id}, backend="{name}"'
+        lines.append(f"| {label} | {1e6 * m['wall']:.0f} | {1e6 * m['cpu']:.0f} | {m['wall'] / base['wall']:.2f}x "
+                     f"| {m['cpu'] / base['cpu']:.2f}x |")
+    return "\n".join(lines)

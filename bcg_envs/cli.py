@@ -339,6 +339,8 @@ def _cmd_bench(args) -> None:
             args.env, num_envs=args.rollout_envs, horizon=args.horizon, estimators=args.estimators, backwards=args.backward
         )
         print(bench.report_rollout_gradients(rows, args.env, args.rollout_envs, args.horizon), flush=True)
+    if "backends" in args.tables:
+        print(bench.report_backend_latency(bench.backend_latency(args.env), args.env), flush=True)
     if "threads" in args.tables:
         print(bench.report_cpu_threads(bench.cpu_threads(args.env, num_envs=args.num_envs), args.env), flush=True)
     if "shac" in args.tables:
@@ -476,10 +478,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--env", default="BoxPush-v0", help="environment id")
     p.add_argument("--num-envs", type=int, default=64, help="vmapped envs of the batched-throughput rows")
     p.add_argument("--estimators", nargs="+", default=list(ESTIMATORS), choices=list(ESTIMATORS), help="estimators to time")
-    p.add_argument("--tables", nargs="+", default=["step", "rollout"], choices=["step", "rollout", "shac", "threads"],
+    p.add_argument("--tables", nargs="+", default=["step", "rollout"], choices=["step", "rollout", "shac", "threads", "backends"],
                    help="step: step/grad_step cost and vmap throughput; rollout: rollout-gradient cost; shac: one SHAC "
                    "iteration (exact and bcg among --estimators) vs its forward rollout; threads: env throughput with one "
-                   "intra-op XLA thread (the default) against XLA's pool, in fresh processes")
+                   "intra-op XLA thread (the default) against XLA's pool, in fresh processes; backends: single-env step "
+                   "latency of both backends against Gymnasium's Pusher-v5, interleaved")
     p.add_argument("--rollout-envs", type=int, default=16, help="vmapped envs of the rollout-gradient and SHAC tables")
     p.add_argument("--horizon", type=int, default=32, help="control steps of the rollout-gradient and SHAC tables")
     p.add_argument("--backward", nargs="+", default=["vjp", "jacobians"], choices=["vjp", "jacobians"],
