@@ -327,6 +327,11 @@ def _cmd_gradcheck(args) -> None:
     sys.exit(0 if ok else 1)
 
 
+#: The estimators of ``bench --tables shac`` (of those given by ``--estimators``): the
+#: exact baseline and the paper's estimator, one SHAC compile each.
+SHAC_TABLE_ESTIMATORS = ("exact", "bcg")
+
+
 def _cmd_bench(args) -> None:
     check_env_id(args.env)
     from bcg_envs import bench
@@ -345,7 +350,7 @@ def _cmd_bench(args) -> None:
         print(bench.report_cpu_threads(bench.cpu_threads(args.env, num_envs=args.num_envs), args.env), flush=True)
     if "shac" in args.tables:
         rows = bench.shac_iterations(args.env, num_envs=args.rollout_envs, horizon=args.horizon,
-                                     estimators=[e for e in args.estimators if e in ("exact", "bcg")] or ["exact"])
+                                     estimators=[e for e in args.estimators if e in SHAC_TABLE_ESTIMATORS] or ["exact"])
         print(bench.report_shac_iterations(rows, args.env, args.rollout_envs, args.horizon))
 
 

@@ -24,7 +24,8 @@ from gymnasium import spaces
 from gymnasium.vector.utils import batch_space
 
 from bcg_envs.envs.base import OBS_BOUND, Jacobians, MjxEnv
-from bcg_envs.gradients.config import BundleConfig, check_estimator
+from bcg_envs.gradients.config import BundleConfig
+from bcg_envs.gradients.registry import Estimator, resolve
 from bcg_envs.mjx_backend import MjxBatchSimulation, MjxSimulation
 from bcg_envs.process_safety import check_process
 from bcg_envs.registry import make_jax
@@ -138,21 +139,12 @@ def _check_backend(backend: str) -> None:
         raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
 
 
-def _check_mujoco_randomize(jax_env: Optional[MjxEnv], env_kwargs: Dict[str, Any]) -> None:
-    """``NotImplementedError`` for per-episode model randomization on ``backend="mujoco"``."""
-    randomize = jax_env.randomize if jax_env is not None else env_kwargs.get("randomize")
-    if randomize is not None:
-        raise NotImplementedError(
-            f"randomize={randomize!r} (model fields redrawn at every reset) runs on backend='mjx' "
-            "only; the MuJoCo C backend steps the one model of the env"
-        )
-
-
-def _check_gradient_options(estimator: Optional[str], bundle: Optional[BundleConfig], default: str) -> str:
-    """``grad_step``'s estimator (``default`` if None) after checking it and ``bundle``."""
+def _check_gradient_options(estimator: Optional[str], bundle: Optional[BundleConfig], default: Estimator) -> Estimator:
+    """``grad_step``'s ``Estimator`` (``default`` if None) after checking it and ``bundle``:
+    the name is checked here, once; the simulations below take the object."""
     if bundle is not None and not isinstance(bundle, BundleConfig):
         raise ValueError(f"bundle must be a BundleConfig or None, got {type(bundle).__name__}")
-    return check_estimator(estimator or default)
+    return resolve(estimator or default)
 
 
 # ----- what a physics backend provides -----------------------------------------------
@@ -165,13 +157,13 @@ class Simulation(Protocol):
     ``(obs, reward, terminated, truncated, info)`` (``grad_step`` adds the ``Jacobians``)."""
 
     jax_env: MjxEnv
-    default_estimator: str
+    default_estimator: Estimator
     model: Any
     data: Any
 
     def reset(self, rng: np.random.Generator) -> Tuple[np.ndarray, Dict[str, Any]]: ...
     def step(self, action: np.ndarray) -> StepOutputs: ...
-    def grad_step(self, action: np.ndarray, estimator: str, bundle: Optional[BundleConfig]) -> tuple: ...
+    def grad_step(self, action: np.ndarray, estimator: Estimator, bundle: Optional[BundleConfig]) -> tuple: ...
     def get_state(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]: ...
     def set_state(self, qpos: np.ndarray, qvel: np.ndarray, act: Optional[np.ndarray], step: Optional[int]) -> None: ...
     def task_info(self) -> Optional[Dict[str, Any]]: ...
@@ -185,12 +177,12 @@ class BatchSimulation(Protocol):
     ``rng`` for the autoresets that follow."""
 
     jax_env: MjxEnv
-    default_estimator: str
+    default_estimator: Estimator
     model: Any
 
     def reset(self, rng: np.random.Generator) -> Tuple[np.ndarray, Dict[str, Any]]: ...
     def step(self, actions: np.ndarray) -> StepOutputs: ...
-    def grad_step(self, actions: np.ndarray, estimator: str, bundle: Optional[BundleConfig]) -> tuple: ...
+    def grad_step(self, actions: np.ndarray, estimator: Estimator, bundle: Optional[BundleConfig]) -> tuple: ...
     def close(self) -> None: ...
 
 
@@ -204,8 +196,6 @@ def make_simulation(env_name: str, backend: str, jax_env: Optional[MjxEnv], env_
     if backend == "mujoco":
         from bcg_envs.mujoco_backend.envs import MujocoSimulation
 
-        _check_mujoco_randomize(jax_env, env_kwargs)
-
         return MujocoSimulation(env_name, env_kwargs, jax_env=jax_env)
     return MjxSimulation(jax_env if jax_env is not None else make_jax(env_name, **env_kwargs))
 
@@ -215,8 +205,6 @@ def make_batch_simulation(env_name: str, num_envs: int, backend: str, env_kwargs
     _check_backend(backend)
     if backend == "mujoco":
         from bcg_envs.mujoco_backend.envs import MujocoBatchSimulation
-
-        _check_mujoco_randomize(None, env_kwargs)
 
         return MujocoBatchSimulation(env_name, num_envs, env_kwargs)
     return MjxBatchSimulation(make_jax(env_name, **env_kwargs), num_envs)

@@ -20,6 +20,7 @@ import numpy as np
 from bcg_envs.cpu_runtime import wait_ready
 from bcg_envs.envs.base import BRANCH_INFO, OBS_BOUND, Jacobians, MjxEnv
 from bcg_envs.gradients.config import BundleConfig
+from bcg_envs.gradients.registry import Estimator, resolve
 
 #: State info entries that stay inside the simulation: the key, and a running bcg branch
 #: rollout (B copies of the state, which the MuJoCo C backend never has).
@@ -83,7 +84,7 @@ class _JittedFunctions:
         self.state_from = jax.jit(env.state_from)
         self._grad: Dict[tuple, Any] = {}
 
-    def grad_step(self, estimator: str, bundle: Optional[BundleConfig]):
+    def grad_step(self, estimator: Estimator, bundle: Optional[BundleConfig]):
         key = (estimator, bundle)
         if key not in self._grad:
             env = self.env
@@ -109,7 +110,7 @@ class MjxSimulation:
 
     def __init__(self, jax_env: MjxEnv) -> None:
         self.jax_env = jax_env
-        self.default_estimator = jax_env.estimator
+        self.default_estimator = resolve(jax_env.estimator)
         self._fns = _JittedFunctions(jax_env, batched=False)
         self.state = None  # the env's ``State``; None before the first reset
 
@@ -132,7 +133,7 @@ class MjxSimulation:
         self.state = wait_ready(self._fns.step(self.state, action))
         return self._outputs()
 
-    def grad_step(self, action: np.ndarray, estimator: str, bundle: Optional[BundleConfig]):
+    def grad_step(self, action: np.ndarray, estimator: Estimator, bundle: Optional[BundleConfig]):
         self.state, jac = wait_ready(self._fns.grad_step(estimator, bundle)(self.state, action))
         return (*self._outputs(), _jacobians_numpy(jac))
 
@@ -171,7 +172,7 @@ class MjxBatchSimulation:
     def __init__(self, jax_env: MjxEnv, num_envs: int) -> None:
         self.jax_env = jax_env
         self.num_envs = num_envs
-        self.default_estimator = jax_env.estimator
+        self.default_estimator = resolve(jax_env.estimator)
         self._fns = _JittedFunctions(jax_env, batched=True)
         self.state = None
 
@@ -189,7 +190,7 @@ class MjxBatchSimulation:
         ended_state, self.state = wait_ready(self._fns.step(self.state, actions))
         return self._outputs(ended_state)
 
-    def grad_step(self, actions: np.ndarray, estimator: str, bundle: Optional[BundleConfig]):
+    def grad_step(self, actions: np.ndarray, estimator: Estimator, bundle: Optional[BundleConfig]):
         ended_state, self.state, jac = wait_ready(self._fns.grad_step(estimator, bundle)(self.state, actions))
         return (*self._outputs(ended_state), _jacobians_numpy(jac))
 

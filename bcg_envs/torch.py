@@ -22,6 +22,8 @@ import jax
 import jax.numpy as jnp
 import torch
 
+from bcg_envs.gradients.registry import resolve
+
 __all__ = ["TorchRollout", "TorchStep"]
 
 
@@ -213,7 +215,9 @@ class TorchStep:
     def __init__(self, env: Any, estimator: Optional[str] = None, bundle: Any = None):
         if not hasattr(getattr(env, "unwrapped", None), "grad_step"):
             raise ValueError(f"env must be a bcg_envs Gymnasium env (gym.make('bcg_envs/...')), got {type(env).__name__}")
-        self.env, self.estimator, self.bundle = env, estimator, bundle
+        # The name is checked once, here; every step passes the ``Estimator``.
+        self.estimator = None if estimator is None else resolve(estimator)
+        self.env, self.bundle = env, bundle
         self.last = None
 
     def reset(self, seed: Optional[int] = None) -> torch.Tensor:

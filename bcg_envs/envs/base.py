@@ -13,7 +13,7 @@ import copy
 import dataclasses
 import functools
 from pathlib import Path
-from typing import Any, Dict, NamedTuple, Optional, Tuple
+from typing import Any, Dict, NamedTuple, Optional, Tuple, Union
 
 import jax
 import jax.numpy as jnp
@@ -22,8 +22,9 @@ import numpy as np
 from flax import struct
 from mujoco import mjx
 
-from bcg_envs.gradients.config import BundleConfig, check_estimator
+from bcg_envs.gradients.config import BundleConfig
 from bcg_envs.gradients.differentiable_step import Branches, DifferentiableStep
+from bcg_envs.gradients.registry import Estimator, resolve
 from bcg_envs.physics import model_fields
 from bcg_envs.physics.model_fields import RandomizationFn
 from bcg_envs.physics.moreau_contact import MoreauContact
@@ -223,9 +224,10 @@ class MjxEnv(abc.ABC):
                     f"randomize='episode': {type(self).__name__} has no randomization of its own; "
                     "pass randomization_fn=fn(model, rng) -> (model, in_axes)"
                 )
-        self.estimator = check_estimator(estimator)
+        #: The default estimator's name (``make_jax(..., estimator=...)``, checked here).
+        self.estimator: str = resolve(estimator).name
         self.bundle = (bundle or BundleConfig()).with_defaults(self.default_force_threshold)
-        self._steppers: Dict[Tuple[str, BundleConfig, str], DifferentiableStep] = {}
+        self._steppers: Dict[Tuple[Estimator, BundleConfig, str], DifferentiableStep] = {}
         self.stepper()
 
     # ----- what a task provides -----------------------------------------------------
@@ -325,12 +327,16 @@ class MjxEnv(abc.ABC):
 
     # ----- the functional API -------------------------------------------------------------
     def stepper(
-        self, estimator: Optional[str] = None, bundle: Optional[BundleConfig] = None, backward: str = "vjp"
+        self,
+        estimator: Optional[Union[str, Estimator]] = None,
+        bundle: Optional[BundleConfig] = None,
+        backward: str = "vjp",
     ) -> DifferentiableStep:
-        """The differentiable step for an estimator/bundle (cached). ``backward="jacobians"``
-        gives the step whose backward pass applies full transposed Jacobians (a reference
-        and benchmark baseline; ``"vjp"``, reverse mode, is what training uses)."""
-        estimator = check_estimator(estimator or self.estimator)
+        """The differentiable step for an estimator (a name, or its ``Estimator``; None: the
+        env's) and bundle (cached). ``backward="jacobians"`` gives the step whose backward
+        pass applies full transposed Jacobians (a reference and benchmark baseline;
+        ``"vjp"``, reverse mode, is what training uses)."""
+        estimator = resolve(estimator or self.estimator)
         if bundle is not None and not isinstance(bundle, BundleConfig):
             raise ValueError(f"bundle must be a BundleConfig or None, got {type(bundle).__name__}")
         bundle = (bundle or self.bundle).with_defaults(self.default_force_threshold)
@@ -482,7 +488,11 @@ class MjxEnv(abc.ABC):
         return self.observe(data, info), reward, done, info, weighted
 
     def grad_step(
-        self, state: State, action: jax.Array, estimator: Optional[str] = None, bundle: Optional[BundleConfig] = None
+        self,
+        state: State,
+        action: jax.Array,
+        estimator: Optional[Union[str, Estimator]] = None,
+        bundle: Optional[BundleConfig] = None,
     ) -> Tuple[State, Jacobians]:
         """``step`` plus the step's Jacobians from ``estimator``."""
         stepper = self.stepper(estimator, bundle)

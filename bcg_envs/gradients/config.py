@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Optional, Tuple
+from typing import Optional, Tuple, Union
 
-ESTIMATORS = ("exact", "bundle", "zeroth", "bcg", "alpha")
+from bcg_envs.gradients.registry import ESTIMATORS, FIRST_ORDER_SAMPLES, Estimator, resolve  # noqa: F401 (re-exported)
+
 #: When ``bcg`` bundles (``BundleConfig.trigger``).
 TRIGGERS = ("force", "onset")
 #: What AoBG's bound gamma is (``BundleConfig.alpha_bound``).
@@ -154,42 +155,25 @@ class BundleConfig:
         return dataclasses.replace(self, force_threshold=float(force_threshold))
 
 
-#: Branches of a first-order bundle when ``num_samples`` is None (the BCG paper's B).
-FIRST_ORDER_SAMPLES = 10
-
-
-def samples_for(config: BundleConfig, estimator: str, nx: int, nu: int) -> int:
+def samples_for(config: BundleConfig, estimator: Union[str, Estimator], nx: int, nu: int) -> int:
     """The branch count ``estimator`` uses on a system of ``nx`` states and ``nu`` actions
     (``num_samples``, or its per-estimator default); raises ``ValueError`` for a
     ``zeroth`` count below ``nx + nu``, or an ``alpha`` count not above it, unless
     ``allow_underdetermined``."""
-    check_estimator(estimator)
-    zeroth = estimator in ("zeroth", "alpha")
+    est = resolve(estimator)
     n = config.num_samples
-    p = nx + nu
     if n is None:
-        n = 2 * p if zeroth else FIRST_ORDER_SAMPLES
+        n = est.default_samples(nx, nu)
         n += n % 2 if config.antithetic else 0
-    elif estimator == "zeroth" and n < p and not config.allow_underdetermined:
-        raise ValueError(
-            f"BundleConfig.num_samples must be >= nx + nu = {p} for estimator 'zeroth' (its "
-            f"least-squares fit has {p} unknowns per row), got {n}; leave it None for "
-            f"2 * (nx + nu), or set allow_underdetermined=True for the minimum-norm fit"
-        )
-    elif estimator == "alpha" and n <= p and not config.allow_underdetermined:
-        raise ValueError(
-            f"BundleConfig.num_samples must be > nx + nu = {p} for estimator 'alpha' (its robustness "
-            f"check needs residual degrees of freedom of the {p}-unknown least-squares fit), got {n}; "
-            f"leave it None for 2 * (nx + nu), or set allow_underdetermined=True to accept alpha = 0 "
-            f"(the zeroth-order fit alone)"
-        )
+    elif not config.allow_underdetermined:
+        est.check_samples(n, nx, nu)
     return n
 
 
 def check_estimator(estimator: str) -> str:
-    if estimator not in ESTIMATORS:
-        raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
-    return estimator
+    """``estimator`` if it names an estimator, else ``ValueError`` naming the argument
+    (``registry.resolve`` gives the ``Estimator`` itself)."""
+    return resolve(estimator).name
 
 
 def _is_int(value: object) -> bool:

@@ -8,8 +8,14 @@ reverse).
 
 from __future__ import annotations
 
+from typing import Union
 
-def simulations_per_step(estimator: str, nx: int, nu: int, num_samples: int, bundled_fraction: float) -> float:
+from bcg_envs.gradients.registry import Estimator, resolve
+
+
+def simulations_per_step(
+    estimator: Union[str, Estimator], nx: int, nu: int, num_samples: int, bundled_fraction: float
+) -> float:
     """Control-step evaluations per env step of a rollout gradient in reverse mode (the way
     the learners differentiate rollouts).
 
@@ -24,23 +30,14 @@ def simulations_per_step(estimator: str, nx: int, nu: int, num_samples: int, bun
     * ``bcg``: exact's on the steps it does not bundle, the bundle's on the
       ``bundled_fraction`` it does.
 
+    Each ``Estimator`` holds its own terms (``Estimator.bundle_simulations``).
+
     Args:
-      estimator: one of ``exact``, ``bundle``, ``zeroth``, ``alpha``, ``bcg``.
+      estimator: one of ``exact``, ``bundle``, ``zeroth``, ``alpha``, ``bcg``, or its ``Estimator``.
       nx, nu: state (tangent) and action sizes.
       num_samples: branches / samples B per bundle (``env.stepper(estimator).num_samples``).
       bundled_fraction: fraction of env steps ``bcg`` bundled, in [0, 1].
     """
     if not 0.0 <= bundled_fraction <= 1.0:
         raise ValueError(f"bundled_fraction must be in [0, 1], got {bundled_fraction}")
-    exact, bundle = 3.0, 1.0 + 2.0 * num_samples
-    if estimator == "exact":
-        return exact
-    if estimator == "bundle":
-        return bundle
-    if estimator == "zeroth":
-        return 2.0 + num_samples
-    if estimator == "alpha":
-        return 2.0 + num_samples * (1 + nx + nu)
-    if estimator == "bcg":
-        return exact * (1 - bundled_fraction) + bundle * bundled_fraction
-    raise ValueError(f"estimator must be one of exact, bundle, zeroth, alpha, bcg; got {estimator!r}")
+    return resolve(estimator).simulations_per_step(nx, nu, num_samples, bundled_fraction)

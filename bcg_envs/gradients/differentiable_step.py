@@ -44,7 +44,7 @@ from mujoco import mjx
 
 from bcg_envs.gradients import estimators
 from bcg_envs.gradients.trigger import bundle_decision
-from bcg_envs.gradients.config import BundleConfig, check_estimator, samples_for
+from bcg_envs.gradients.config import BundleConfig, samples_for
 from bcg_envs.gradients.perturbations import (
     contact_jacobian,
     contact_sampler,
@@ -52,6 +52,7 @@ from bcg_envs.gradients.perturbations import (
     global_sampler,
     global_sigma,
 )
+from bcg_envs.gradients.registry import Estimator, resolve
 from bcg_envs.physics import tangent
 from bcg_envs.physics.simulator import MAX_QVEL, ContactReport, Physics, control_step_with_contacts, refresh
 
@@ -113,16 +114,17 @@ class DifferentiableStep:
     ``action_to_ctrl`` maps the normalized action to MuJoCo ``ctrl``; ``config`` must have
     its ``force_threshold`` filled in (``BundleConfig.with_defaults``). ``backward`` is
     ``"vjp"`` (reverse mode, the default) or ``"jacobians"`` (transposed full Jacobians).
+    ``estimator`` is an ``Estimator`` or its name (held as the ``Estimator``).
     """
 
     physics: Physics
     action_to_ctrl: Callable[[jnp.ndarray], jnp.ndarray]
-    estimator: str
+    estimator: Estimator
     config: BundleConfig
     backward: str = "vjp"
 
     def __post_init__(self) -> None:
-        check_estimator(self.estimator)
+        object.__setattr__(self, "estimator", resolve(self.estimator))
         if self.backward not in BACKWARDS:
             raise ValueError(f"backward must be one of {BACKWARDS}, got {self.backward!r}")
         if self.config.force_threshold is None:
@@ -133,7 +135,7 @@ class DifferentiableStep:
         object.__setattr__(self, "nu", int(m.nu))
         object.__setattr__(self, "nx", 2 * int(m.nv) + int(m.na))
         object.__setattr__(self, "num_samples", samples_for(self.config, self.estimator, self.nx, self.nu))
-        object.__setattr__(self, "branching", self.estimator == "bcg" and self.config.horizon > 1)
+        object.__setattr__(self, "branching", self.estimator.rolls_branches(self.config))
         object.__setattr__(self, "num_branches", self.num_samples if self.branching else 0)
         object.__setattr__(self, "nz", int(m.nq) + int(m.nv) + int(m.na))
         object.__setattr__(self, "_quat", tangent.has_quaternions(m))
@@ -188,7 +190,7 @@ class DifferentiableStep:
         ``contact`` is ``control_step_with_contacts``' report of the nominal step (bcg
         perturbs the contacting chain)."""
         cfg = self.config
-        if self.estimator == "bcg":
+        if self.estimator.contact_local:
             force, points, geoms = contact.force, contact.points, contact.geoms
             pressing = self._pressing(contact)
             active = jnp.where(jnp.any(pressing), pressing, force > 0)
@@ -197,7 +199,7 @@ class DifferentiableStep:
             perturbable = None if cfg.perturb_base else ~floating_base_dofs(self.physics.mj_model)
             sampler = contact_sampler(jac, active, self.nx, self.nv, self.nu, cfg, perturbable)
         else:
-            sigma = global_sigma(self.nv, self.na, self.nu, cfg, zeroth=self.estimator in ("zeroth", "alpha"))
+            sigma = global_sigma(self.nv, self.na, self.nu, cfg, zeroth=self.estimator.least_squares)
             sampler = global_sampler(jnp.asarray(sigma, jnp.float32), self.nx)
         return estimators.sample_offsets(sampler, key, self.num_samples, cfg.antithetic)
 
@@ -205,17 +207,8 @@ class DifferentiableStep:
         return jnp.asarray(global_sigma(self.nv, self.na, self.nu, self.config, zeroth=True), jnp.float32)
 
     def _jacobians(self, data0, action, key, contact, next_data):
-        f = self.transition(data0, action, next_data)
-        if self.estimator == "exact":
-            return estimators.exact(f, self.nx, self.nu)
-        dx, du = self.offsets(data0, action, key, contact)
-        if self.estimator == "zeroth":
-            return estimators.zeroth_order_bundle(f, dx, du, self._sigma())
-        if self.estimator == "alpha":
-            return estimators.alpha_order_bundle(
-                f, dx, du, self._sigma(), tolerance=self.config.alpha_tolerance, bound=self.config.alpha_bound
-            )
-        return _drop_mean(estimators.first_order_bundle(f, dx, du))
+        """The estimator's ``(A, B, stats)`` on a bundled step (exact's: the exact ones)."""
+        return self.estimator.bundled(_AutodiffJacobians(self, data0, action, key, contact, next_data))
 
     def _exact_jacobians(self, data0, action, key, contact, next_data):
         return estimators.exact(self.transition(data0, action, next_data), self.nx, self.nu)
@@ -253,14 +246,9 @@ class DifferentiableStep:
     def _vjp(self, data0, action, key, contact, trigger, ref_next, g_y):
         """The estimator's ``(A^T g_y, B^T g_y)`` at this step."""
         args = (data0, action, key, contact, ref_next, g_y)
-        if self.estimator == "exact":
-            return self._exact_vjp(*args)
-        if self.estimator == "bundle":
-            return self._bundle_vjp(*args)
-        if self.estimator == "bcg":
+        if self.estimator.triggered:
             return self._bcg_step_vjp(trigger, self.physics.traced, *args)
-        A, B, _ = self._jacobians(data0, action, key, contact, ref_next)  # zeroth, alpha: fitted
-        return A.T @ g_y, B.T @ g_y
+        return self.estimator.bundled(_AutodiffVJPs(self, args))
 
     def _pressing(self, contact: ContactReport) -> jnp.ndarray:
         """Per slot, whether its contact event fires the ``bcg`` trigger
@@ -279,7 +267,7 @@ class DifferentiableStep:
         nominal, contact = control_step_with_contacts(self.physics, data0, self.action_to_ctrl(action))
         trigger = self._trigger(contact, window)
         next_data = nominal
-        if self.config.forward == "mean" and self.estimator != "exact":
+        if self.config.forward == "mean" and self.estimator.samples:
             f = self.transition(data0, action, nominal)
             dx, du = self.offsets(data0, action, key, contact)
             ys = jax.vmap(f)(dx, du)
@@ -292,7 +280,7 @@ class DifferentiableStep:
     def _jacobians_at(self, data0: mjx.Data, action: jnp.ndarray, key: jax.Array, window: jnp.ndarray):
         """Next step plus the estimator's (A, B) in tangent coordinates and its stats."""
         nominal, next_data, contact, trigger = self.forward(data0, action, key, window)
-        if self.estimator == "bcg":
+        if self.estimator.triggered:
             A, B, stats = self._bcg_step_jacobians(trigger, self.physics.traced, data0, action, key, contact, next_data)
         else:
             A, B, stats = self._jacobians(data0, action, key, contact, next_data)
@@ -352,7 +340,7 @@ class DifferentiableStep:
         """Whether the forward pass keeps the step's linearization (``exact``, or ``bcg``
         without branch rollouts and with ``forward="nominal"``, whose linearization fits
         ``LINEARIZATION_BUDGET``; from shapes alone, once per step)."""
-        if self.estimator not in ("exact", "bcg") or self.branching or self.config.forward == "mean":
+        if not self.estimator.has_exact_steps or self.branching or self.config.forward == "mean":
             return False
         if self.linearization_size is None:
             pull = jax.eval_shape(lambda d, a: self._linearized_step(d, a)[0], data0, action)
@@ -380,7 +368,7 @@ class DifferentiableStep:
                 trigger = me._trigger(contact, window)
                 out = (next_data.qpos, next_data.qvel, next_data.act), (next_data, contact, trigger)
                 inputs = None
-                if self.estimator == "bcg":
+                if self.estimator.triggered:
                     ref = Configuration(next_data.qpos, next_data.qvel, next_data.act)
                     inputs = (data1, action, key, contact, trigger, ref)
                 return out, KeptLinearization(pull, qpos, next_data.qpos, traced, inputs)
@@ -582,7 +570,7 @@ class DifferentiableStep:
         _, next_data, contact, trigger = self._forward(data0, action, key, window)
         if self.branching:
             _, trigger, next_window = self._branch_window(contact, window)
-        elif self.estimator == "bcg":
+        elif self.estimator.triggered:
             next_window = self._next_window(contact, window)
         else:
             next_window = jnp.zeros((), jnp.int32)
@@ -624,7 +612,7 @@ class DifferentiableStep:
         else:
             (qpos, qvel, act), aux = self._vjp_step(data0.qpos, data0.qvel, data0.act, action, aux_in, key, window, traced)
             next_data, contact, trigger = jax.lax.stop_gradient(aux)
-            next_window = self._next_window(contact, window) if self.estimator == "bcg" else jnp.zeros((), jnp.int32)
+            next_window = self._next_window(contact, window) if self.estimator.triggered else jnp.zeros((), jnp.int32)
             carried, stats = Branches(jnp.zeros_like(branches.z), jnp.zeros_like(branches.valid)), {}
         next_data = refresh(self.physics, next_data.replace(qpos=qpos, qvel=qvel, act=act))
         return StepResult(
@@ -686,6 +674,59 @@ def _broadcast(tree, batched, size: int):
     """``tree`` with every unbatched leaf (``batched`` is a matching tree of bools) given
     a leading axis of ``size``."""
     return jax.tree.map(lambda x, b: x if b else jnp.broadcast_to(x, (size,) + jnp.shape(x)), tree, batched)
+
+
+class _AutodiffJacobians:
+    """``StepDerivatives`` of one step as full ``(A, B, stats)``, by forward-mode autodiff
+    of ``step``'s transition from ``data0`` (``next_data``: the reference next state)."""
+
+    def __init__(self, step: DifferentiableStep, data0, action, key, contact, next_data):
+        self.step, self.data0, self.action, self.key, self.contact = step, data0, action, key, contact
+        self.next_data = next_data
+
+    def _bundle(self):
+        """``(f, dx, du)``: the transition and the estimator's branch offsets."""
+        step = self.step
+        f = step.transition(self.data0, self.action, self.next_data)
+        dx, du = step.offsets(self.data0, self.action, self.key, self.contact)
+        return f, dx, du
+
+    def exact(self):
+        return self.step._exact_jacobians(self.data0, self.action, self.key, self.contact, self.next_data)
+
+    def first_order(self):
+        return _drop_mean(estimators.first_order_bundle(*self._bundle()))
+
+    def zeroth_order(self):
+        return estimators.zeroth_order_bundle(*self._bundle(), self.step._sigma())
+
+    def alpha_order(self):
+        cfg = self.step.config
+        return estimators.alpha_order_bundle(
+            *self._bundle(), self.step._sigma(), tolerance=cfg.alpha_tolerance, bound=cfg.alpha_bound
+        )
+
+
+class _AutodiffVJPs:
+    """``StepDerivatives`` of one step as ``(A^T g_y, B^T g_y)``, by reverse mode where the
+    estimator is first order; least-squares fits form ``(A, B)`` (what they are) and apply
+    their transposes. ``args``: ``(data0, action, key, contact, ref_next, g_y)``."""
+
+    def __init__(self, step: DifferentiableStep, args: tuple):
+        self.step, self.args = step, args
+
+    def exact(self):
+        return self.step._exact_vjp(*self.args)
+
+    def first_order(self):
+        return self.step._bundle_vjp(*self.args)
+
+    def _fitted(self):
+        *inputs, g_y = self.args
+        A, B, _ = self.step._jacobians(*inputs)
+        return A.T @ g_y, B.T @ g_y
+
+    zeroth_order = alpha_order = _fitted
 
 
 def _drop_mean(result):

@@ -7,12 +7,16 @@ or ``numpy``).
 
 from __future__ import annotations
 
-from typing import Any, Tuple
+from typing import Any, Tuple, Union
 
 import jax.numpy as jnp
 
+from bcg_envs.gradients.registry import Estimator, resolve
 
-def bundle_decision(estimator: str, pressing: Any, window: Any, horizon: int, xp: Any = jnp) -> Tuple[Any, Any]:
+
+def bundle_decision(
+    estimator: Union[str, Estimator], pressing: Any, window: Any, horizon: int, xp: Any = jnp
+) -> Tuple[Any, Any]:
     """``(bundles, next_window)`` of one control step.
 
     ``bcg`` bundles where a contact event fires the trigger (``pressing``: some event's
@@ -22,13 +26,14 @@ def bundle_decision(estimator: str, pressing: Any, window: Any, horizon: int, xp
     ``alpha`` bundle every step. The window is 0 for every estimator but ``bcg``.
 
     Args:
-      estimator: the step's estimator name.
+      estimator: the step's ``Estimator`` (or its name).
       pressing: bool, whether a contact event fires the trigger at this step.
       window: int >= 0, the steps left in the current window before this step.
       horizon: ``BundleConfig.horizon`` (H control steps per branch rollout).
     """
-    if estimator != "bcg":
-        return xp.asarray(estimator != "exact"), xp.zeros((), xp.int32)
+    est = resolve(estimator)
+    if not est.triggered:
+        return xp.asarray(est.samples), xp.zeros((), xp.int32)
     bundles = xp.asarray(pressing) | (xp.asarray(window) > 0)
     next_window = xp.where(pressing, horizon - 1, xp.maximum(xp.asarray(window) - 1, 0)).astype(xp.int32)
     return bundles, next_window

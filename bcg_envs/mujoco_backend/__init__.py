@@ -16,8 +16,9 @@ states, action map; written once, in the task class) and replace only the physic
   rollouts: those are the MJX training path's).
 * Task: a ``TaskSpec`` (the task's config, ``MjModel`` and pure functions) configures
   the backend, which neither uses a ``DifferentiableStep`` nor traces ``reset``.
-  Private MJX layout (``mujoco.mjx._src``, ``mjx.Data._impl``) is confined to
-  ``mjx_layout``, pinned to the MuJoCo/MJX release it was written for.
+  MJX's private layout (``mjx.Data._impl`` paths, slot and row placement) is confined to
+  ``mjx_layout``, which reaches private MJX only through ``bcg_envs.physics.mjx_private``
+  (pinned to the MuJoCo/MJX release it was written for).
 * Task logic: ``observe``/``reward``/``terminated`` are traced once into one jitted
   function of a packed vector holding exactly the ``mjx.Data`` leaves (and task-info
   entries) that they read, found by a liveness pass over the traced jaxpr; every other

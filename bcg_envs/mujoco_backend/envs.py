@@ -4,6 +4,7 @@ arrive checked by the Gymnasium classes)."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Dict, Optional
 
 import jax
@@ -12,6 +13,7 @@ import numpy as np
 
 from bcg_envs.envs.base import MAX_QVEL, Jacobians, MjxEnv
 from bcg_envs.gradients.config import BundleConfig
+from bcg_envs.gradients.registry import Estimator
 from bcg_envs.mujoco_backend.jacobians import Stepper
 from bcg_envs.mujoco_backend.simulation import FULL_STATE, ContactLog, EnvCore, TaskModel
 from bcg_envs.mujoco_backend.task_spec import TaskSpec
@@ -27,6 +29,13 @@ def task_spec(env_name: str, env_kwargs: Dict[str, Any], jax_env: Optional[MjxEn
     return TaskSpec.from_env(env_name, jax_env)
 
 
+def env_task(task: TaskModel) -> TaskModel:
+    """The ``TaskModel`` one env steps: ``task`` itself, or with ``randomize="episode"`` the
+    task on the env's own copy of the model, into which each reset writes the episode's
+    fields (the JAX env's model and the other envs' stay as they are)."""
+    return task if task.spec.draw_model is None else task.with_model(copy.copy(task.model))
+
+
 class MujocoSimulation:
     """One env of a task stepped in MuJoCo C (float64), the task logic traced from the
     task's pure functions (``TaskSpec``)."""
@@ -35,15 +44,16 @@ class MujocoSimulation:
         self.task = TaskModel(task_spec(env_name, env_kwargs, jax_env))
         #: The task (a JAX env) the functions belong to: the Gymnasium env's ``jax_env``.
         self.jax_env: MjxEnv = self.task.spec.task
-        self.core = EnvCore(self.task)
-        self.stepper = Stepper(self.task)
+        self.core = EnvCore(env_task(self.task))
+        self.stepper = Stepper(self.core.s)
         self.default_estimator = self.stepper.default_estimator
         self._started = False
 
     @property
     def model(self) -> mujoco.MjModel:
-        """The ``mujoco.MjModel`` simulated (contact stiffness applied)."""
-        return self.task.model
+        """The ``mujoco.MjModel`` simulated (contact stiffness applied; with
+        ``randomize="episode"``, the current episode's fields)."""
+        return self.core.s.model
 
     @property
     def data(self) -> mujoco.MjData:
@@ -64,7 +74,7 @@ class MujocoSimulation:
         obs, reward, done, truncated = self.stepper.step(self.core, action)
         return obs, reward, done, truncated, self.core.info_dict()
 
-    def grad_step(self, action: np.ndarray, estimator: str, bundle: Optional[BundleConfig]):
+    def grad_step(self, action: np.ndarray, estimator: Estimator, bundle: Optional[BundleConfig]):
         """``step`` plus the step's Jacobians from finite differences in MuJoCo C."""
         (obs, reward, done, truncated), jac = self.stepper.grad_step(self.core, action, estimator, bundle)
         return obs, reward, done, truncated, self.core.info_dict(), jac
@@ -92,14 +102,19 @@ class MujocoBatchSimulation:
     """``num_envs`` copies stepped together by ``mujoco.rollout``, with same-step autoreset.
 
     The task functions run once per step for the whole batch (one vmapped jit call).
+    With ``randomize="episode"`` every env steps its own copy of the model, redrawn at each
+    of its resets; ``mujoco.rollout`` takes one model per env.
     """
 
     def __init__(self, env_name: str, num_envs: int, env_kwargs: Dict[str, Any]) -> None:
         self.task = TaskModel(task_spec(env_name, env_kwargs))
         self.jax_env: MjxEnv = self.task.spec.task
         self.num_envs = num_envs
-        self.cores = [EnvCore(self.task) for _ in range(num_envs)]
+        self.cores = [EnvCore(env_task(self.task)) for _ in range(num_envs)]
         self.stepper = Stepper(self.task)
+        #: Each env's stepper, on its own model where it has one.
+        self.steppers = [self.stepper if core.s is self.task else Stepper(core.s) for core in self.cores]
+        self._models = None if self.task.spec.draw_model is None else [core.s.model for core in self.cores]
         self.default_estimator = self.stepper.default_estimator
         self.np_random: Optional[np.random.Generator] = None  # the vector env's, from reset
 
@@ -146,14 +161,14 @@ class MujocoBatchSimulation:
         for i, core in enumerate(self.cores):
             mujoco.mj_getState(m, core.d, starts[i], FULL_STATE)
             warm[i] = core.d.qacc_warmstart
-        rolled = s.run_rollout(starts, ctrl, warm)
+        rolled = s.run_rollout(starts, ctrl, warm, self._models)
         # A rollout stops advancing time where MuJoCo reset a diverging state.
         h = m.opt.timestep
         end_ok = np.abs(rolled[:, -1, 0] - (starts[:, 0] + s.n_substeps * h)) < 0.5 * h
         q, v, _ = s.state_parts(rolled[:, -1])
         vmax = np.abs(v).max(axis=1) if s.nv else np.zeros(n)
         diverged = ~end_ok | ~np.isfinite(q.sum(axis=1)) | ~(vmax < MAX_QVEL)
-        mean = cfg.forward == "mean" and est != "exact"
+        mean = cfg.forward == "mean" and est.samples
         p = s.program
         fv = np.empty((n, p.nf), np.float32)
         iv = np.empty((n, p.ni), np.int32)
@@ -165,7 +180,8 @@ class MujocoBatchSimulation:
                 log = core.replay(ctrl[i], rolled[i], starts[i], warm[i])
             trig, window = core.trigger(est, cfg, log)
             if mean and trig and not diverged[i]:
-                self.stepper.mean_forward(core, starts[i], warm[i], u[i], est, cfg, log, self.stepper.rng(core, cfg))
+                stepper = self.steppers[i]
+                stepper.mean_forward(core, starts[i], warm[i], u[i], est, cfg, log, stepper.rng(core, cfg))
             prev = core.finish(bool(diverged[i]), log, trig, window, clipped[i])
             fv[i], iv[i] = p.pack(prev, clipped[i], core.leaves, core.info)
         obs, reward, done, metrics, updates = p.unpack(p(fv, iv, batched=True))
@@ -176,11 +192,11 @@ class MujocoBatchSimulation:
             core.info["truncated"] = core.info["step"] >= s.episode_length
         return self._outputs(reward, done)
 
-    def grad_step(self, actions: np.ndarray, estimator: str, bundle: Optional[BundleConfig]):
+    def grad_step(self, actions: np.ndarray, estimator: Estimator, bundle: Optional[BundleConfig]):
         """Batched ``grad_step`` (a loop over the envs): every Jacobian gets a leading ``num_envs`` axis."""
         results, jacs = [], []
         for i, core in enumerate(self.cores):
-            res, jac = self.stepper.grad_step(core, actions[i], estimator, bundle)
+            res, jac = self.steppers[i].grad_step(core, actions[i], estimator, bundle)
             results.append(res)
             jacs.append(jac)
         reward = np.array([r[1] for r in results], np.float32)

@@ -10,9 +10,10 @@ import mujoco
 import numpy as np
 
 from bcg_envs.envs.base import Jacobians
-from bcg_envs.gradients.config import BundleConfig, check_estimator, samples_for
+from bcg_envs.gradients.config import BundleConfig, samples_for
 from bcg_envs.gradients.estimators import alpha_order_combine
-from bcg_envs.gradients.perturbations import floating_base_dofs, global_sigma
+from bcg_envs.gradients.perturbations import chain_offsets, contact_chain, draw_size, floating_base_dofs, global_sigma
+from bcg_envs.gradients.registry import Estimator, resolve
 from bcg_envs.mujoco_backend.simulation import FD_EPS, KIN_FD_EPS, FULL_STATE, ContactLog, EnvCore, TaskModel
 
 
@@ -101,8 +102,9 @@ def _sample(rng: np.random.Generator, draw: Callable[[], Tuple[np.ndarray, np.nd
 
 
 def _contact_sampler(core: EnvCore, log: ContactLog, cfg: BundleConfig, rng: np.random.Generator):
-    """Contact-local offsets (``bcg_envs.gradients.perturbations.contact_sampler``) with the
-    contact Jacobian from ``mj_jac`` at the step's start state."""
+    """Contact-local offsets (``bcg_envs.gradients.perturbations.contact_chain`` and
+    ``chain_offsets`` in NumPy) with the contact Jacobian from ``mj_jac`` at the step's
+    start state; normals from ``rng`` in the order dp, dv, du."""
     s = core.s
     m, d0 = s.model, core.prev_data
     contacts = list(log.best.values())
@@ -116,73 +118,97 @@ def _contact_sampler(core: EnvCore, log: ContactLog, cfg: BundleConfig, rng: np.
         mujoco.mj_jac(m, d0, jp2, None, point, int(s.body_of_geom[g2]))
         rows.append(jp1 - jp2)
     J = np.concatenate(rows) if rows else np.zeros((0, s.nv))
-    if not cfg.perturb_base:
-        J = J * ~floating_base_dofs(m)[None, :]  # perturb the contacting limb, not the whole robot
-    gram = J @ J.T + cfg.damping * np.eye(J.shape[0])
-    chain = np.any(np.abs(J) > 0, axis=0).astype(np.float64)
-    pos_sigma, vel_sigma = cfg.state_sigma
+    chain = contact_chain(J, cfg.damping, None if cfg.perturb_base else ~floating_base_dofs(m))
+    size = draw_size(cfg.space, chain)
 
     def draw():
         dx = np.zeros(s.nx)
-        if cfg.space == "cartesian":
-            dp = pos_sigma * rng.standard_normal(J.shape[0])
-            dv = vel_sigma * rng.standard_normal(J.shape[0])
-            dx[: s.nv] = J.T @ np.linalg.solve(gram, dp) if J.shape[0] else 0.0
-            dx[s.nv : 2 * s.nv] = J.T @ np.linalg.solve(gram, dv) if J.shape[0] else 0.0
-        else:
-            dx[: s.nv] = pos_sigma * chain * rng.standard_normal(s.nv)
-            dx[s.nv : 2 * s.nv] = vel_sigma * chain * rng.standard_normal(s.nv)
+        z_pos, z_vel = rng.standard_normal(size), rng.standard_normal(size)
+        dx[: s.nv], dx[s.nv : 2 * s.nv] = chain_offsets(chain, cfg.space, cfg.state_sigma, z_pos, z_vel)
         return dx, cfg.action_sigma * rng.standard_normal(s.nu)
 
     return draw
 
 
-def _estimate(core: EnvCore, f: Transition, estimator: str, cfg: BundleConfig, log: ContactLog, trigger: bool,
-              rng: np.random.Generator):
-    """(A, B, bundle_dropped, alpha) of one step, as ``DifferentiableStep._jacobians``."""
+def _draw(core: EnvCore, estimator: Estimator, cfg: BundleConfig, log: ContactLog, rng: np.random.Generator):
+    """The estimator's offset sampler: contact-local, or global with its widths."""
     s = core.s
-    nx, nu = s.nx, s.nu
-    zx, zu = np.zeros((1, nx)), np.zeros((1, nu))
-    if estimator == "exact" or (estimator == "bcg" and not trigger):
-        A, B = f.jacobians_at(zx, zu)
+    if estimator.contact_local:
+        return _contact_sampler(core, log, cfg, rng)
+    sigma = global_sigma(s.nv, s.na, s.nu, cfg, zeroth=estimator.least_squares)
+    return lambda: (lambda w: (w[: s.nx], w[s.nx :]))(sigma * rng.standard_normal(s.nx + s.nu))
+
+
+class _FiniteDifferences:
+    """``StepDerivatives`` of one step as ``(A, B, bundle_dropped, alpha)``, from central
+    differences of ``f`` in MuJoCo C (``DifferentiableStep._jacobians``' counterpart)."""
+
+    def __init__(self, core: EnvCore, f: Transition, estimator: Estimator, cfg: BundleConfig, log: ContactLog,
+                 rng: np.random.Generator):
+        self.core, self.f, self.estimator, self.cfg, self.log, self.rng = core, f, estimator, cfg, log, rng
+
+    def _samples(self):
+        return _sample(self.rng, _draw(self.core, self.estimator, self.cfg, self.log, self.rng), self.cfg)
+
+    def exact(self):
+        s = self.core.s
+        nx, nu = s.nx, s.nu
+        A, B = self.f.jacobians_at(np.zeros((1, nx)), np.zeros((1, nu)))
         ok = bool(_finite(A, B)[0])
-        dropped = (0 if ok else 1) if estimator == "exact" else (0 if ok else cfg.num_samples)
+        dropped = 0 if ok else (self.cfg.num_samples if self.estimator.samples else 1)
         return (A[0] if ok else np.zeros((nx, nx))), (B[0] if ok else np.zeros((nx, nu))), dropped, 1.0
-    if estimator == "bcg":
-        draw = _contact_sampler(core, log, cfg, rng)
-    else:
-        sigma = global_sigma(s.nv, s.na, s.nu, cfg, zeroth=estimator in ("zeroth", "alpha"))
-        draw = lambda: (lambda w: (w[:nx], w[nx:]))(sigma * rng.standard_normal(nx + nu))
-    dx, du = _sample(rng, draw, cfg)
-    n = dx.shape[0]
-    if estimator in ("bundle", "bcg"):
-        A_i, B_i = f.jacobians_at(dx, du)
+
+    def first_order(self):
+        dx, du = self._samples()
+        A_i, B_i = self.f.jacobians_at(dx, du)
         valid = _finite(A_i, B_i)
-        return _masked_mean(A_i, valid), _masked_mean(B_i, valid), int(n - valid.sum()), 1.0
-    sigma = np.maximum(global_sigma(s.nv, s.na, s.nu, cfg, zeroth=True), 1e-12)
-    Y = f(np.concatenate([zx, dx]), np.concatenate([zu, du]))
-    dy = Y[1:] - Y[:1]
-    w = np.concatenate([dx, du], 1)
-    valid = _finite(dy)
-    if estimator == "zeroth":
+        return _masked_mean(A_i, valid), _masked_mean(B_i, valid), int(dx.shape[0] - valid.sum()), 1.0
+
+    def _forward_differences(self):
+        """``(dx, du, w, dy, valid)``: the samples and their forward differences from the nominal."""
+        s = self.core.s
+        zx, zu = np.zeros((1, s.nx)), np.zeros((1, s.nu))
+        dx, du = self._samples()
+        Y = self.f(np.concatenate([zx, dx]), np.concatenate([zu, du]))
+        dy = Y[1:] - Y[:1]
+        return dx, du, np.concatenate([dx, du], 1), dy, _finite(dy)
+
+    def zeroth_order(self):
+        s, cfg = self.core.s, self.cfg
+        dx, du, w, dy, valid = self._forward_differences()
+        sigma = np.maximum(global_sigma(s.nv, s.na, s.nu, cfg, zeroth=True), 1e-12)
         zeroth = _least_squares(w, np.where(valid[:, None], dy, 0.0), valid, sigma)
-        return zeroth[:, :nx], zeroth[:, nx:], int(n - valid.sum()), 0.0
-    # alpha: AoBG (Suh et al. 2022), the JAX backend's estimator (inverse-variance weight
-    # of first order and the least-squares fit, then the robustness check with the bound
-    # cfg.alpha_tolerance of kind cfg.alpha_bound).
-    A_i, B_i = f.jacobians_at(dx, du)
-    valid = valid & _finite(A_i, B_i)
-    AB, alpha = alpha_order_combine(np.concatenate([A_i, B_i], axis=2), valid, w, dy,
-                                    global_sigma(s.nv, s.na, s.nu, cfg, zeroth=True), cfg.alpha_tolerance,
-                                    cfg.alpha_bound)
-    AB = np.asarray(AB)
-    return AB[:, :nx], AB[:, nx:], int(n - valid.sum()), float(np.asarray(alpha))
+        return zeroth[:, : s.nx], zeroth[:, s.nx :], int(dx.shape[0] - valid.sum()), 0.0
+
+    def alpha_order(self):
+        # AoBG (Suh et al. 2022), the JAX backend's estimator (inverse-variance weight of
+        # first order and the least-squares fit, then the robustness check with the bound
+        # cfg.alpha_tolerance of kind cfg.alpha_bound).
+        s, cfg = self.core.s, self.cfg
+        dx, du, w, dy, valid = self._forward_differences()
+        A_i, B_i = self.f.jacobians_at(dx, du)
+        valid = valid & _finite(A_i, B_i)
+        AB, alpha = alpha_order_combine(np.concatenate([A_i, B_i], axis=2), valid, w, dy,
+                                        global_sigma(s.nv, s.na, s.nu, cfg, zeroth=True), cfg.alpha_tolerance,
+                                        cfg.alpha_bound)
+        AB = np.asarray(AB)
+        return AB[:, : s.nx], AB[:, s.nx :], int(dx.shape[0] - valid.sum()), float(np.asarray(alpha))
+
+
+def _estimate(core: EnvCore, f: Transition, estimator: Estimator, cfg: BundleConfig, log: ContactLog, trigger: bool,
+              rng: np.random.Generator):
+    """(A, B, bundle_dropped, alpha) of one step, as ``DifferentiableStep._jacobians``: a
+    triggered estimator's exact derivative where its trigger is off, else its bundle's."""
+    ops = _FiniteDifferences(core, f, estimator, cfg, log, rng)
+    if estimator.triggered and not trigger:
+        return ops.exact()
+    return estimator.bundled(ops)
 
 
 # ======================================================================================
 # Stepping (shared by the single and vector envs)
 # ======================================================================================
-def _physics(core: EnvCore, action: np.ndarray, estimator: str, cfg: BundleConfig, rolled=None, keep_start=False):
+def _physics(core: EnvCore, action: np.ndarray, estimator: Estimator, cfg: BundleConfig, rolled=None, keep_start=False):
     """Advance ``core.d`` by one control step (MuJoCo C), not yet refreshed or reverted.
 
     Returns (clipped action, physics action (``MjxEnv.physics_action`` of the clipped
@@ -210,15 +236,10 @@ def _physics(core: EnvCore, action: np.ndarray, estimator: str, cfg: BundleConfi
     return clipped, u, log, trig, window, diverged, (start, warm)
 
 
-def _mean_forward(core: EnvCore, f: Transition, estimator: str, cfg: BundleConfig, log: ContactLog, rng) -> None:
+def _mean_forward(core: EnvCore, f: Transition, estimator: Estimator, cfg: BundleConfig, log: ContactLog, rng) -> None:
     """``BundleConfig.forward == "mean"``: move the next state by the mean branch offset."""
     s = core.s
-    if estimator == "bcg":
-        draw = _contact_sampler(core, log, cfg, rng)
-    else:
-        sigma = global_sigma(s.nv, s.na, s.nu, cfg, zeroth=estimator in ("zeroth", "alpha"))
-        draw = lambda: (lambda w: (w[: s.nx], w[s.nx :]))(sigma * rng.standard_normal(s.nx + s.nu))
-    dx, du = _sample(rng, draw, cfg)
+    dx, du = _sample(rng, _draw(core, estimator, cfg, log, rng), cfg)
     y = f(dx, du)
     ok = _finite(y)
     if not np.any(ok):
@@ -237,11 +258,11 @@ class Stepper:
 
     def __init__(self, shared: TaskModel):
         self.s = shared
-        self.default_estimator = shared.spec.estimator
+        self.default_estimator = resolve(shared.spec.estimator)
         self.default_bundle = shared.spec.bundle
         self._configs: Dict[Tuple[Optional[BundleConfig], str], BundleConfig] = {}
 
-    def config(self, bundle: Optional[BundleConfig], estimator: str) -> BundleConfig:
+    def config(self, bundle: Optional[BundleConfig], estimator: Estimator) -> BundleConfig:
         """``bundle`` (or the env's) with the env's force threshold and the estimator's
         branch count filled in."""
         if bundle is not None and not isinstance(bundle, BundleConfig):
@@ -261,7 +282,7 @@ class Stepper:
     def step(self, core: EnvCore, action: np.ndarray):
         est = self.default_estimator
         cfg = self.config(None, est)
-        mean = cfg.forward == "mean" and est != "exact"
+        mean = cfg.forward == "mean" and est.samples
         clipped, u, log, trig, window, diverged, (start, warm) = _physics(core, action, est, cfg, keep_start=mean)
         if mean and trig and not diverged:
             self.mean_forward(core, start, warm, u, est, cfg, log, self.rng(core, cfg))
@@ -269,8 +290,8 @@ class Stepper:
         out = core.evaluate(prev, clipped, core.leaves, core.info)
         return core.outputs(out)
 
-    def mean_forward(self, core: EnvCore, start: np.ndarray, warm: np.ndarray, u: np.ndarray, est: str, cfg: BundleConfig,
-                     log: ContactLog, rng: np.random.Generator) -> None:
+    def mean_forward(self, core: EnvCore, start: np.ndarray, warm: np.ndarray, u: np.ndarray, est: Estimator,
+                     cfg: BundleConfig, log: ContactLog, rng: np.random.Generator) -> None:
         """``forward="mean"``: branches from the step's start under the physics action ``u``."""
         s = self.s
         ref = np.concatenate([core.d.qpos, core.d.qvel, core.d.act])
@@ -285,9 +306,12 @@ class Stepper:
         mujoco.mj_kinematics(m, d0)
         mujoco.mj_comPos(m, d0)
 
-    def grad_step(self, core: EnvCore, action: np.ndarray, estimator: Optional[str], bundle: Optional[BundleConfig]):
+    def grad_step(self, core: EnvCore, action: np.ndarray, estimator: Optional[Estimator],
+                  bundle: Optional[BundleConfig]):
+        """``(outputs, Jacobians)`` of one step of ``core`` by ``estimator`` (None: the env's),
+        an ``Estimator`` resolved by the caller (``GymEnv.grad_step``)."""
         s = self.s
-        est = check_estimator(estimator or self.default_estimator)
+        est = estimator or self.default_estimator
         cfg = self.config(bundle, est)
         rng = self.rng(core, cfg)
         action = np.asarray(action, np.float32)
@@ -306,7 +330,7 @@ class Stepper:
             return res, jac
         ref = np.concatenate([core.d.qpos, core.d.qvel, core.d.act])
         f = Transition(s, start, warm, u.astype(np.float64), ref)
-        if cfg.forward == "mean" and est != "exact" and trig:
+        if cfg.forward == "mean" and est.samples and trig:
             # The same branches as the Jacobians below (a generator with the same seed).
             _mean_forward(core, f, est, cfg, log, self.rng(core, cfg))
         A, B, dropped, alpha = _estimate(core, f, est, cfg, log, trig, rng)

@@ -2,10 +2,12 @@
 
 ``mjx.put_data`` places C contacts and constraint rows into MJX's fixed slots by the
 condim of every potential contact and the row address of every slot; those come from
-``mujoco.mjx._src`` (private API, version specific), and the contact and constraint
-leaves live under ``mjx.Data._impl``. Every private MJX import and ``_impl`` path of
-``bcg_envs.mujoco_backend`` lives here, written for MuJoCo/MJX ``MJX_VERSION``
-(pyproject.toml pins it); ``check_version`` says when the installed one differs.
+private MJX functions (version specific, reached through ``bcg_envs.physics.mjx_private``,
+the package's one private-MJX import), and the contact and constraint leaves live under
+``mjx.Data._impl``. Every ``_impl`` path and every use of MJX's layout in
+``bcg_envs.mujoco_backend`` lives here, written for MuJoCo/MJX ``MJX_VERSION`` (the
+adapter's pin, which pyproject.toml repeats); ``check_version`` says when the installed one
+differs.
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from typing import Optional, Tuple
 
 import mujoco
 import numpy as np
-from mujoco.mjx._src import collision_driver, constraint, types
 
-#: The MuJoCo/MJX release this layout was written for.
-MJX_VERSION = "3.17.0"
+from bcg_envs.physics import mjx_private
+
+#: The MuJoCo/MJX release this layout was written for (the private adapter's pin).
+MJX_VERSION = mjx_private.MJX_VERSION
 
 #: 1-D constraint arrays of ``mjx.Data._impl`` that ``mjx.put_data`` reorders into MJX's
 #: constraint-row layout.
@@ -30,25 +33,24 @@ def check_version(installed: str = mujoco.__version__) -> None:
     if installed != MJX_VERSION:
         raise RuntimeError(
             f"bcg_envs.mujoco_backend.mjx_layout was written for MuJoCo/MJX {MJX_VERSION}, but "
-            f"{installed} is installed: check that mujoco.mjx._src.collision_driver.make_condim and "
-            "constraint.make_efc_type/make_efc_address/counts (and _put_contact in mjx._src.io) still "
-            "place contacts and constraint rows the same way, then update MJX_VERSION"
+            f"{installed} is installed: check that the layout functions of bcg_envs.physics.mjx_private "
+            "(mujoco.mjx._src.collision_driver.make_condim, constraint.make_efc_type/make_efc_address/"
+            "counts) and _put_contact in mjx._src.io still place contacts and constraint rows the same "
+            "way, then update mjx_private.MJX_VERSION"
         )
 
 
 def contact_dims(model: mujoco.MjModel) -> np.ndarray:
     """condim of every MJX contact slot (MJX's JAX implementation), shape (slots,)."""
-    return np.asarray(collision_driver.make_condim(model, impl=types.Impl.JAX))
+    return mjx_private.contact_condims(model)
 
 
 def constraint_layout(model: mujoco.MjModel, dims: np.ndarray) -> Tuple[np.ndarray, Tuple[int, int, int, int]]:
     """(first constraint row of every contact slot, (ne, nf, nl, nc) row counts) of MJX's
     fixed-size constraint arrays: equality, friction loss, limit and contact rows in that
     order."""
-    efc_type = constraint.make_efc_type(model, dims)
-    address = np.asarray(constraint.make_efc_address(model, dims, efc_type))
-    ne, nf, nl, nc = constraint.counts(efc_type)
-    return address, (int(ne), int(nf), int(nl), int(nc))
+    efc_type = mjx_private.efc_types(model, dims)
+    return mjx_private.efc_addresses(model, dims, efc_type), mjx_private.efc_counts(efc_type)
 
 
 def leaf_source(path: str, size: int, probe: mujoco.MjData) -> Tuple[str, Optional[str]]:

@@ -3,10 +3,11 @@ model and rollout, and the per-env core (state, substeps, divergence, task outpu
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 import os
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -16,9 +17,11 @@ from mujoco import rollout as mj_rollout
 
 from bcg_envs.envs.base import MAX_QVEL, STEP_INFO
 from bcg_envs.gradients.config import BundleConfig
+from bcg_envs.gradients.registry import Estimator
 from bcg_envs.gradients.trigger import bundle_decision
 from bcg_envs.mujoco_backend.task_program import TaskProgram
 from bcg_envs.mujoco_backend.task_spec import TaskSpec
+from bcg_envs.physics import model_fields
 
 
 
@@ -37,12 +40,60 @@ _BAD_SLICE = slice(_BAD[0], _BAD[0] + 3)
 
 
 @functools.cache
-def bundle_decision_scalar(estimator: str, pressing: bool, window: int, horizon: int) -> Tuple[bool, int]:
+def bundle_decision_scalar(estimator: Estimator, pressing: bool, window: int, horizon: int) -> Tuple[bool, int]:
     """``bundle_decision`` on Python scalars, memoized: a pure function of a few discrete
     arguments (``window < horizon``), so each case runs the shared NumPy code once instead
     of ~10 us of array calls per step."""
     bundles, window = bundle_decision(estimator, pressing, window, horizon, xp=np)
     return bool(bundles), int(window)
+
+
+#: The constants ``mj_setConst`` derives at ``qpos0`` that MJX's step reads too (the
+#: ``*0`` fields of both models but ``dof_M0``, which only MuJoCo C reads).
+SET_CONST_FIELDS = (
+    "body_subtreemass", "body_invweight0", "dof_invweight0", "tendon_invweight0", "tendon_length0",
+    "actuator_acc0", "actuator_length0", "cam_pos0", "cam_poscom0", "cam_mat0", "light_pos0",
+    "light_poscom0", "light_dir0",
+)
+
+
+def _set_fields(model: mujoco.MjModel, fields: Mapping[str, Any]) -> None:
+    """Assign ``fields`` (attribute path -> value) to ``model``, checking names and shapes."""
+    for name, value in fields.items():
+        *parents, leaf = name.split(".")
+        owner = model
+        try:
+            for part in parents:
+                owner = getattr(owner, part)
+            current = getattr(owner, leaf)
+        except AttributeError:
+            raise ValueError(f"randomized field {name!r} has no counterpart in the MuJoCo C model") from None
+        value = np.asarray(value)
+        if isinstance(current, np.ndarray):
+            if current.shape != value.shape:
+                raise ValueError(
+                    f"randomized field {name!r} has shape {value.shape}; the MuJoCo C model's is {current.shape}"
+                )
+            current[...] = value
+        elif value.shape == ():
+            setattr(owner, leaf, value.item())
+        else:
+            raise ValueError(f"randomized field {name!r} has shape {value.shape}; the MuJoCo C model's is a scalar")
+
+
+def write_model_fields(model: mujoco.MjModel, data: mujoco.MjData, fields: Mapping[str, Any]) -> None:
+    """Write MJX model fields (attribute paths as ``model_fields.draw_fields`` names them:
+    ``"body_mass"``, ``"opt.timestep"``) into the C ``model`` (float64 there), so that it
+    steps what MJX steps with them. ``mj_setConst`` (``data`` is its scratch, reset after)
+    then refreshes ``dof_M0``: MuJoCo C takes the mass matrix of "simple" bodies (a
+    slider, a lone free body) from it, not from ``body_mass``, while MJX always computes it
+    from the masses. Every other constant keeps the value MJX steps: the drawn one, or the
+    model's own where the function drew none (``SET_CONST_FIELDS``)."""
+    _set_fields(model, fields)
+    kept = {name: getattr(model, name).copy() for name in SET_CONST_FIELDS if name not in fields}
+    mujoco.mj_setConst(model, data)
+    _set_fields(model, kept)
+    _set_fields(model, {name: fields[name] for name in SET_CONST_FIELDS if name in fields})
 
 
 def _default_threads() -> int:
@@ -263,9 +314,23 @@ class TaskModel:
         self.info_dtypes.update({k: np.float32 for k in self.metric_keys})
         self.info_dtypes.update({k: STEP_INFO[k][0] for k in ("bundle_dropped", "bundle_alpha")})
 
+    def with_model(self, model: mujoco.MjModel) -> "TaskModel":
+        """This task on ``model``, a copy of ``self.model`` (same sizes) that one env owns
+        and whose fields each reset redraws (``randomize="episode"``); it shares the
+        program, the maps and the rollout threads."""
+        new = copy.copy(self)
+        new.model = model
+        new.tangent = _Tangent(model)
+        return new
+
     def _reset(self, key):
+        """(qpos, qvel, task info) of a new episode from ``key``, as ``MjxEnv.reset``: the
+        initial state from the split key and, with ``randomize="episode"``, the episode's
+        model fields (``"model/<field>"`` entries) from that key folded with 1."""
         rng, k = jax.random.split(key)
         qpos, qvel, task_info = self.spec.initial_state(k)
+        if self.spec.draw_model is not None:
+            task_info = {**task_info, **model_fields.as_info(self.spec.draw_model(jax.random.fold_in(k, 1)))}
         return jnp.asarray(qpos, jnp.float32), jnp.asarray(qvel, jnp.float32), task_info
 
     def close(self):
@@ -273,11 +338,13 @@ class TaskModel:
             self.rollout.close()
             self.rollout = None
 
-    def run_rollout(self, states: np.ndarray, ctrl: np.ndarray, warmstart: np.ndarray) -> np.ndarray:
-        """Roll every (state, ctrl) for one control step: (k, n_substeps, nstate)."""
+    def run_rollout(self, states: np.ndarray, ctrl: np.ndarray, warmstart: np.ndarray,
+                    models: Optional[Sequence[mujoco.MjModel]] = None) -> np.ndarray:
+        """Roll every (state, ctrl) for one control step: (k, n_substeps, nstate); ``models``:
+        one model per row (each env's own), None: ``self.model`` for all."""
         out, _ = self.rollout.rollout(
-            self.model, self._rollout_data, states, ctrl[:, None, :], nstep=self.n_substeps,
-            initial_warmstart=np.atleast_2d(warmstart),
+            self.model if models is None else models, self._rollout_data, states, ctrl[:, None, :],
+            nstep=self.n_substeps, initial_warmstart=np.atleast_2d(warmstart),
         )
         return out
 
@@ -314,11 +381,18 @@ class EnvCore:
         self.leaves: Dict[int, np.ndarray] = {}
         self.obs: Optional[np.ndarray] = None
         self.episode = 0
+        #: The info whose model fields ``model`` holds (``randomize="episode"``).
+        self._model_info: Optional[Dict[str, Any]] = None
 
     # ----- state ---------------------------------------------------------------------------
     def load(self, qpos, qvel, act, info: Dict[str, Any]) -> None:
-        """Fresh data at (qpos, qvel, act), as ``MjxEnv.state_from`` (ctrl, time, warmstart 0)."""
+        """Fresh data at (qpos, qvel, act), as ``MjxEnv.state_from`` (ctrl, time, warmstart 0);
+        the episode's model fields in ``info`` (``"model/<field>"``) go into this env's model."""
         m, d = self.s.model, self.d
+        fields = model_fields.from_info(info)
+        if fields is not None and info is not self._model_info:  # set_state reloads the episode's info
+            write_model_fields(m, d, fields)
+            self._model_info = info
         mujoco.mj_resetData(m, d)
         d.qpos[:] = qpos
         d.qvel[:] = qvel
@@ -446,6 +520,6 @@ class EnvCore:
         return obs, reward, done, truncated
 
     # ----- trigger logic (``bcg_envs.gradients.trigger``, shared with the MJX step) -------
-    def trigger(self, estimator: str, cfg: BundleConfig, log: ContactLog) -> Tuple[bool, int]:
+    def trigger(self, estimator: Estimator, cfg: BundleConfig, log: ContactLog) -> Tuple[bool, int]:
         """(whether this step bundles, the next step's bundle window; 0 unless ``bcg``)."""
         return bundle_decision_scalar(estimator, bool(log.pressing(cfg)), int(self.info["bundle_window"]), cfg.horizon)

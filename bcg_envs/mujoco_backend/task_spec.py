@@ -24,6 +24,7 @@ import numpy as np
 
 from bcg_envs.envs.base import STEP_INFO, MjxEnv
 from bcg_envs.gradients.config import BundleConfig
+from bcg_envs.physics import model_fields
 from bcg_envs.registry import make_jax
 
 
@@ -56,6 +57,10 @@ class TaskSpec:
     updates_info: bool
     #: The task instance the functions belong to.
     task: MjxEnv
+    #: ``key -> model fields`` of a new episode (``randomize="episode"``: the task's
+    #: ``randomization_fn`` drawn on its MJX model, ``model_fields.draw_fields``); None where
+    #: every episode steps ``mj_model`` as built.
+    draw_model: Optional[Callable[[jax.Array], Dict[str, jax.Array]]] = None
 
     @classmethod
     def from_env(cls, env_name: str, env: MjxEnv) -> "TaskSpec":
@@ -77,6 +82,9 @@ class TaskSpec:
             physics_action=None if kind.physics_action is MjxEnv.physics_action else env.physics_action,
             updates_info=kind.update_info is not MjxEnv.update_info,
             task=env,
+            draw_model=None if env.randomization_fn is None else functools.partial(
+                model_fields.draw_fields, env.randomization_fn, env.physics.model
+            ),
         )
 
     @classmethod

@@ -22,8 +22,8 @@ This step fixes that at the root:
   force gets the matching derivative from the optimality identity
   ``qfrc_constraint = M qacc - qfrc_smooth``.
 
-The Newton Hessian comes from ``mujoco.mjx._src.solver.Context`` (private API of the
-pinned ``mujoco-mjx`` version; requires ``opt.solver = Newton``).
+The Newton step comes from MJX's solver context (private API of the pinned
+``mujoco-mjx``, through ``mjx_private``; requires ``opt.solver = Newton``).
 """
 
 from __future__ import annotations
@@ -34,10 +34,8 @@ import jax
 import mujoco
 import numpy as np
 from mujoco import mjx
-from mujoco.mjx._src import solver as _solver
-from mujoco.mjx._src import support
 
-from bcg_envs.physics import penalty_contact
+from bcg_envs.physics import mjx_private, penalty_contact
 
 _INTEGRATORS = {
     int(mujoco.mjtIntegrator.mjINT_EULER): mjx.euler,
@@ -61,17 +59,16 @@ def forward(m: mjx.Model, d: mjx.Data) -> mjx.Data:
     d = mjx.sensor_vel(m, d)
     d = mjx.fwd_actuation(m, d)
     d = mjx.fwd_acceleration(m, d)
-    if d._impl.efc_J.size == 0:
+    if not mjx_private.has_constraint_rows(d):
         return d.replace(qacc=d.qacc_smooth)
     solved = mjx.solve(m, jax.lax.stop_gradient(d))
     x0 = solved.qacc
-    ctx = _solver.Context.create(m, d.replace(qacc=x0), grad=True)
-    qacc = x0 + _tangent_only(-ctx.Mgrad)
+    qacc = x0 + _tangent_only(-mjx_private.newton_direction(m, d.replace(qacc=x0)))
     # At the optimum qfrc_constraint = M qacc - qfrc_smooth: the solver's value, with the
     # derivative of that identity (implicitfast integrates qfrc_smooth + qfrc_constraint).
     qfrc = solved.qfrc_constraint + _tangent_only(mjx.mul_m(m, d, qacc) - d.qfrc_smooth)
     d = d.replace(qacc=qacc, qfrc_constraint=qfrc)
-    d = d.tree_replace({"_impl.efc_force": solved._impl.efc_force})
+    d = mjx_private.with_efc_force(d, mjx_private.efc_force(solved))
     return mjx.sensor_acc(m, d)
 
 
@@ -83,7 +80,7 @@ def _tangent_only(x: jax.Array) -> jax.Array:
 def integration_mass(m: mjx.Model, d: mjx.Data) -> jax.Array:
     """The dense matrix the integrator inverts for ``qacc``: ``M - h dF/dv`` (implicitfast),
     ``M + h diag(damping)`` (Euler with implicit damping), else ``M``."""
-    qm = support.full_m(m, d) if support.is_sparse(m) else d._impl.M
+    qm = mjx.full_m(m, d)
     h = m.opt.timestep
     if int(m.opt.integrator) == int(mujoco.mjtIntegrator.mjINT_IMPLICITFAST):
         qderiv = mjx.deriv_smooth_vel(m, d)
@@ -108,8 +105,8 @@ def add_penalty_contacts(
     rows = np.asarray(normal_rows)
     if rows.size and np.any(rows >= 0):
         keep = np.flatnonzero(rows >= 0)
-        force = d._impl.efc_force.at[rows[keep]].set(lam_n[keep] / h)
-        d = d.tree_replace({"_impl.efc_force": force})
+        force = mjx_private.efc_force(d).at[rows[keep]].set(lam_n[keep] / h)
+        d = mjx_private.with_efc_force(d, force)
     return d
 
 

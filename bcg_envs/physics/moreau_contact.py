@@ -100,9 +100,8 @@ MuJoCo's own contact constraints are switched off as for the penalty model
 (``penalty_contact.disable_constraint_contacts``): MJX still reports every candidate
 pair's distance, but no contact constraint row ever activates.
 
-This module holds the ``mujoco.mjx._src`` imports the model needs (private API of the
-pinned ``mujoco-mjx``): ``support`` (point Jacobians, dense mass matrix) and ``forward``
-(activation update).
+The private MJX pieces the model needs (contact slots, constraint-row forces, the
+activation update) come through ``mjx_private``.
 """
 
 from __future__ import annotations
@@ -115,10 +114,8 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 from mujoco import mjx
-from mujoco.mjx._src import forward as _mjx_forward  # private: _next_activation
-from mujoco.mjx._src import support as _support  # private: jac, full_m, is_sparse
 
-from bcg_envs.physics import implicit_step, tangent
+from bcg_envs.physics import implicit_step, mjx_private, tangent
 
 #: A tangent row whose Jacobian is this small relative to the normal row's (squared
 #: norms) cannot be moved by any joint (e.g. the out-of-plane tangent of a planar model)
@@ -188,19 +185,19 @@ class MoreauContact:
 
 def dense_mass(m: mjx.Model, d: mjx.Data) -> jax.Array:
     """The joint-space inertia matrix ``M`` (armature included) as a dense (nv, nv) array."""
-    return _support.full_m(m, d) if _support.is_sparse(m) else d._impl.M
+    return mjx.full_m(m, d)
 
 
 def contact_jacobians(m: mjx.Model, d: mjx.Data) -> jax.Array:
     """(ncon, 3, nv): per contact, the velocity of geom 2's contact point relative to geom
     1's in the contact frame (rows: normal from geom 1 to geom 2, tangent 1, tangent 2).
     A positive normal row is a separating velocity."""
-    contact = d._impl.contact
+    contact = mjx_private.contact(d)
     body = jnp.asarray(m.geom_bodyid)[contact.geom]
 
     def one(point, bodies, frame):
-        j1, _ = _support.jac(m, d, point, bodies[0])
-        j2, _ = _support.jac(m, d, point, bodies[1])
+        j1, _ = mjx.jac(m, d, point, bodies[0])
+        j2, _ = mjx.jac(m, d, point, bodies[1])
         return frame.reshape(3, 3) @ (j2 - j1).T
 
     return jax.vmap(one)(contact.pos, body, contact.frame)
@@ -278,7 +275,7 @@ def solve_impulses(
 
 def _rows(d: mjx.Data, J: jax.Array, margin: float) -> tuple[jax.Array, jax.Array]:
     """``(rows (ncon, 3) bool, mu (ncon,))``: which rows each contact gets, and its friction."""
-    contact = d._impl.contact
+    contact = mjx_private.contact(d)
     dim = np.asarray(contact.dim)
     frictional = dim > 1
     mu = jnp.where(jnp.asarray(frictional), contact.friction[:, 0], 0.0)
@@ -312,9 +309,9 @@ def step(
         solve = lambda x: jax.scipy.linalg.cho_solve(factor, x)
         qacc_free = dm.qacc
 
-    ncon = dm._impl.contact.dist.shape[0]
+    contact = mjx_private.contact(dm)
+    ncon = contact.dist.shape[0]
     if ncon:
-        contact = dm._impl.contact
         J = contact_jacobians(m, dm)  # (ncon, 3, nv)
         rows, mu = _rows(dm, J, params.contact_margin)
         J = J * rows[..., None].astype(J.dtype)
@@ -338,7 +335,7 @@ def step(
     else:
         q1 = tangent.integrate_pos(mj_model, q0, v1 * h)
     qacc = qacc_free + dv_contact / h
-    act = _mjx_forward._next_activation(m, dm, dm.act_dot) if mj_model.na else d.act
+    act = mjx_private.next_activation(m, dm, dm.act_dot) if mj_model.na else d.act
     out = dm.replace(
         qpos=q1,
         qvel=v1,
@@ -351,6 +348,6 @@ def step(
     rows_idx = np.zeros(0, int) if normal_rows is None else np.asarray(normal_rows)
     if rows_idx.size and np.any(rows_idx >= 0):
         keep = np.flatnonzero(rows_idx >= 0)
-        force = out._impl.efc_force.at[rows_idx[keep]].set(impulse[keep, 0] / h)
-        out = out.tree_replace({"_impl.efc_force": force})
+        force = mjx_private.efc_force(out).at[rows_idx[keep]].set(impulse[keep, 0] / h)
+        out = mjx_private.with_efc_force(out, force)
     return out

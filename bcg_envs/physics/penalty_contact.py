@@ -47,7 +47,8 @@ import jax.numpy as jnp
 import mujoco
 import numpy as np
 from mujoco import mjx
-from mujoco.mjx._src import support
+
+from bcg_envs.physics import mjx_private
 
 #: Contact margin (m) that keeps a contact's constraint row inactive in MJX (a row is
 #: active where ``dist`` < the pair's margin; MJX does not read ``geom_gap``).
@@ -102,13 +103,13 @@ def impulses(
     to a generalized impulse ``x`` (``M^-1 x``, or ``(M - h dF/dv)^-1 x`` for implicit
     integration), so that the impulses are sized for the velocity update actually taken.
     """
-    contact = d._impl.contact
+    contact = mjx_private.contact(d)
     h = m.opt.timestep
     body = jnp.asarray(m.geom_bodyid)[contact.geom]  # (ncon, 2)
 
     def frame_jacobian(point, bodies, frame):
-        j1, _ = support.jac(m, d, point, bodies[0])
-        j2, _ = support.jac(m, d, point, bodies[1])
+        j1, _ = mjx.jac(m, d, point, bodies[0])
+        j2, _ = mjx.jac(m, d, point, bodies[1])
         return frame.reshape(3, 3) @ (j2 - j1).T  # (3, nv): rows normal, tangent 1, tangent 2
 
     J = jax.vmap(frame_jacobian)(contact.pos, body, contact.frame)  # (ncon, 3, nv)

@@ -13,7 +13,7 @@ import mujoco
 import numpy as np
 from mujoco import mjx
 
-from bcg_envs.physics import implicit_step, moreau_contact
+from bcg_envs.physics import implicit_step, mjx_private, moreau_contact
 from bcg_envs.physics.moreau_contact import MoreauContact
 from bcg_envs.physics.penalty_contact import PenaltyContact, disable_constraint_contacts
 
@@ -126,7 +126,7 @@ class Physics:
         implicit_step.check_model(self.mj_model)
         object.__setattr__(self, "model", mjx.put_model(self.mj_model))
         probe = mjx.make_data(self.model)
-        contact = probe._impl.contact
+        contact = mjx_private.contact(probe)
         object.__setattr__(self, "_efc_address", np.asarray(contact.efc_address))
         object.__setattr__(self, "_contact_dim", np.asarray(contact.dim))
         #: The physics as constructed (``with_contact_stiffness`` starts from it).
@@ -233,7 +233,7 @@ class Physics:
 
     def contact_normal_forces(self, data: mjx.Data) -> jnp.ndarray:
         """Normal force (N) of every contact slot; 0 where the contact is inactive."""
-        efc_force = data._impl.efc_force
+        efc_force = mjx_private.efc_force(data)
         pyramidal = self.mj_model.opt.cone == mujoco.mjtCone.mjCONE_PYRAMIDAL
         forces = []
         for adr, dim in zip(self._efc_address, self._contact_dim):
@@ -248,10 +248,10 @@ class Physics:
         return jnp.stack(forces)
 
     def contact_geoms(self, data: mjx.Data) -> jnp.ndarray:
-        return data._impl.contact.geom
+        return mjx_private.contact(data).geom
 
     def contact_points(self, data: mjx.Data) -> jnp.ndarray:
-        return data._impl.contact.pos
+        return mjx_private.contact(data).pos
 
 
 class ContactReport(NamedTuple):

@@ -13,7 +13,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 import mujoco
 import numpy as np
-from mujoco.mjx._src import math as mjx_math
+
+from bcg_envs.physics import mjx_private
 
 
 def _joint_layout(model: mujoco.MjModel) -> list[tuple[int, int, int]]:
@@ -60,10 +61,10 @@ def integrate_pos(model: mujoco.MjModel, qpos: jnp.ndarray, dq: jnp.ndarray) -> 
     for jtype, qadr, dadr in _joint_layout(model):
         if jtype == mujoco.mjtJoint.mjJNT_FREE:
             out = out.at[qadr : qadr + 3].add(dq[dadr : dadr + 3])
-            quat = mjx_math.quat_mul(qpos[qadr + 3 : qadr + 7], _quat_exp(dq[dadr + 3 : dadr + 6]))
+            quat = mjx_private.quat_mul(qpos[qadr + 3 : qadr + 7], _quat_exp(dq[dadr + 3 : dadr + 6]))
             out = out.at[qadr + 3 : qadr + 7].set(quat)
         elif jtype == mujoco.mjtJoint.mjJNT_BALL:
-            quat = mjx_math.quat_mul(qpos[qadr : qadr + 4], _quat_exp(dq[dadr : dadr + 3]))
+            quat = mjx_private.quat_mul(qpos[qadr : qadr + 4], _quat_exp(dq[dadr : dadr + 3]))
             out = out.at[qadr : qadr + 4].set(quat)
         else:
             out = out.at[qadr].add(dq[dadr])
@@ -78,10 +79,10 @@ def difference_pos(model: mujoco.MjModel, qpos: jnp.ndarray, qpos_ref: jnp.ndarr
     for jtype, qadr, dadr in _joint_layout(model):
         if jtype == mujoco.mjtJoint.mjJNT_FREE:
             dq = dq.at[dadr : dadr + 3].set(qpos[qadr : qadr + 3] - qpos_ref[qadr : qadr + 3])
-            rel = mjx_math.quat_mul(mjx_math.quat_inv(qpos_ref[qadr + 3 : qadr + 7]), qpos[qadr + 3 : qadr + 7])
+            rel = mjx_private.quat_mul(mjx_private.quat_inv(qpos_ref[qadr + 3 : qadr + 7]), qpos[qadr + 3 : qadr + 7])
             dq = dq.at[dadr + 3 : dadr + 6].set(_quat_log(rel))
         elif jtype == mujoco.mjtJoint.mjJNT_BALL:
-            rel = mjx_math.quat_mul(mjx_math.quat_inv(qpos_ref[qadr : qadr + 4]), qpos[qadr : qadr + 4])
+            rel = mjx_private.quat_mul(mjx_private.quat_inv(qpos_ref[qadr : qadr + 4]), qpos[qadr : qadr + 4])
             dq = dq.at[dadr : dadr + 3].set(_quat_log(rel))
         else:
             dq = dq.at[dadr].set(qpos[qadr] - qpos_ref[qadr])

@@ -8,7 +8,13 @@ import pytest
 
 from bcg_envs import BundleConfig
 from bcg_envs.envs.g1 import constants as C
-from bcg_envs.gradients.perturbations import contact_sampler, floating_base_dofs
+from bcg_envs.gradients.perturbations import (
+    chain_offsets,
+    contact_chain,
+    contact_sampler,
+    draw_size,
+    floating_base_dofs,
+)
 
 LEFT_LEG = ("left_hip_pitch_joint", "left_hip_roll_joint", "left_hip_yaw_joint", "left_knee_joint",
             "left_ankle_pitch_joint", "left_ankle_roll_joint")
@@ -58,3 +64,59 @@ def test_left_foot_bundle_moves_the_left_leg_only(standing, space):
         for block in (dx[:, :nv], dx[:, nv : 2 * nv]):
             assert np.all(block[:, ~moved] == 0), np.flatnonzero(np.abs(block).max(0) > 0)
             assert np.abs(block[:, moved]).max(0).min() > 0
+
+
+def _pressing_left_foot(standing):
+    """The left sole's contact Jacobian with the floating base masked, and its chain."""
+    model, data = standing
+    J = _left_sole_jacobian(model, data)
+    return J, contact_chain(J, BundleConfig().damping, ~floating_base_dofs(model))
+
+
+def test_both_backends_share_one_map(standing):
+    """``contact_chain`` and ``chain_offsets`` give the same chain and offsets in NumPy (the C
+    backend) and in ``jax.numpy`` (MJX) for the same standard normals."""
+    J, chain_np = _pressing_left_foot(standing)
+    model = standing[0]
+    rng = np.random.default_rng(0)
+    with jax.enable_x64(True):
+        chain_jnp = contact_chain(jnp.asarray(J), BundleConfig().damping, ~floating_base_dofs(model), xp=jnp)
+        np.testing.assert_array_equal(np.asarray(chain_jnp.chain), chain_np.chain)
+        np.testing.assert_allclose(np.asarray(chain_jnp.gram), chain_np.gram, rtol=1e-14, atol=1e-16)
+        for space in ("cartesian", "joint"):
+            size = draw_size(space, chain_np)
+            z = rng.standard_normal((2, size))
+            want = chain_offsets(chain_np, space, (0.01, 0.02), z[0], z[1])
+            got = chain_offsets(chain_jnp, space, (0.01, 0.02), jnp.asarray(z[0]), jnp.asarray(z[1]), xp=jnp)
+            for a, b in zip(got, want):
+                np.testing.assert_allclose(np.asarray(a), b, rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("space", ["cartesian", "joint"])
+def test_both_backends_draw_the_same_distribution(standing, space):
+    """The backends draw from different generators (a JAX key split three ways; the C
+    backend's ``numpy.random.Generator`` in the order dp, dv, du), so they agree in
+    distribution: the sample covariance of ``dq`` of each is ``sigma^2 P P^T`` with
+    ``P = J^T (J J^T + damping I)^-1`` (cartesian) or ``diag(chain)`` (joint)."""
+    model, _ = standing
+    J, chain = _pressing_left_foot(standing)
+    nv, nu = model.nv, model.nu
+    nx = 2 * nv + model.na
+    cfg = BundleConfig(space=space)
+    n = 4000
+    sample = contact_sampler(jnp.asarray(J, jnp.float32), jnp.ones(J.shape[0] // 3, bool), nx, nv, nu, cfg,
+                             ~floating_base_dofs(model))
+    dq_jax = np.asarray(jax.vmap(sample)(jax.random.split(jax.random.PRNGKey(1), n))[0][:, :nv], np.float64)
+    rng = np.random.default_rng(1)
+    size = draw_size(space, chain)
+    dq_np = np.stack([chain_offsets(chain, space, cfg.state_sigma, rng.standard_normal(size),
+                                    rng.standard_normal(size))[0] for _ in range(n)])
+    if space == "cartesian":
+        P = chain.jacobian.T @ np.linalg.inv(chain.gram)
+    else:
+        P = np.diag(chain.chain)
+    want = cfg.state_sigma[0] ** 2 * P @ P.T
+    scale = np.abs(want).max()
+    for dq in (dq_jax, dq_np):
+        assert np.all(dq[:, chain.chain == 0] == 0)
+        np.testing.assert_allclose(dq.T @ dq / n, want, atol=0.1 * scale)

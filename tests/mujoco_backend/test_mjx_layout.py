@@ -1,5 +1,5 @@
-"""bcg_envs/mujoco_backend/mjx_layout.py: the one home of the backend's private MJX
-imports, pinned to the MuJoCo/MJX release it was written for."""
+"""bcg_envs/mujoco_backend/mjx_layout.py: the one home of the backend's MJX layout, which
+reaches private MJX through bcg_envs.physics.mjx_private and shares its version pin."""
 
 import re
 from pathlib import Path
@@ -11,6 +11,7 @@ from mujoco import mjx
 
 import bcg_envs
 from bcg_envs.mujoco_backend import mjx_layout
+from bcg_envs.physics import mjx_private
 from bcg_envs.registry import make_jax
 
 PACKAGE = Path(bcg_envs.__file__).parent
@@ -20,7 +21,7 @@ PYPROJECT = PACKAGE.parent / "pyproject.toml"
 def test_written_for_the_installed_mujoco():
     """Fails with what to check when MuJoCo/MJX is not the release the layout was written for."""
     mjx_layout.check_version()
-    assert mujoco.__version__ == mjx_layout.MJX_VERSION
+    assert mujoco.__version__ == mjx_layout.MJX_VERSION == mjx_private.MJX_VERSION
 
 
 def test_version_pin_matches_pyproject():
@@ -40,11 +41,15 @@ def test_another_version_fails_with_a_clear_message():
         mjx_layout.check_version("9.9.9")
 
 
-def test_only_the_adapter_imports_private_mjx():
-    """Private MJX modules and ``mjx.Data._impl`` paths appear in the adapter only."""
-    for needle in (r"^\s*(from|import)\s+mujoco\.mjx\._src", r"[\"']_impl[\"']"):
-        users = sorted(p.name for p in (PACKAGE / "mujoco_backend").glob("*.py") if re.search(needle, p.read_text(), re.M))
-        assert users == ["mjx_layout.py"], (needle, users)
+def test_only_the_physics_adapter_imports_private_mjx():
+    """``mujoco.mjx._src`` is imported by ``bcg_envs/physics/mjx_private.py`` alone in the
+    whole package; in the backend, ``mjx.Data._impl`` leaf paths are parsed by the layout only."""
+    private = r"^\s*(from\s+mujoco\.mjx\._src|from\s+mujoco\.mjx\s+import\s+_src|import\s+mujoco\.mjx\._src)"
+    users = [str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py") if re.search(private, p.read_text(), re.M)]
+    assert sorted(users) == ["physics/mjx_private.py"], users
+    backend = (PACKAGE / "mujoco_backend").glob("*.py")
+    users = [p.name for p in backend if re.search(r"[\"']_impl[\"']", p.read_text())]
+    assert sorted(users) == ["mjx_layout.py"], users
 
 
 def test_layout_matches_mjx_data():

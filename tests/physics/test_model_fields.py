@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from mujoco import mjx
 
-from bcg_envs import gym as bcg_gym
 from bcg_envs.mjx_backend import autoreset
 from bcg_envs.physics import model_fields
 
@@ -113,12 +112,6 @@ def test_randomize_options_are_checked_by_name(env, make_toy_env):
     with pytest.raises(ValueError, match="has no randomization of its own"):
         toy(randomize="episode")
     assert env.randomize == "episode" and toy().randomization_fn is None
-    with pytest.raises(NotImplementedError, match="backend='mjx'"):
-        bcg_gym.make_simulation("BoxPush-v0", "mujoco", None, {"randomize": "episode"})
-    with pytest.raises(NotImplementedError, match="backend='mjx'"):
-        bcg_gym.make_batch_simulation("BoxPush-v0", 2, "mujoco", {"randomize": "episode"})
-    with pytest.raises(NotImplementedError, match="backend='mjx'"):
-        bcg_gym.make_simulation("BoxPush-v0", "mujoco", env, {})
 
 
 def test_each_episode_steps_and_differentiates_its_own_model(env):

@@ -30,6 +30,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from bcg_envs.gradients.cost import simulations_per_step
+from bcg_envs.gradients.registry import Estimator, resolve
 from bcg_envs.learners import networks
 from bcg_envs.learners.progress_log import ProgressLog
 from bcg_envs.learners.shac import checkpoint, evaluator, losses
@@ -39,7 +40,9 @@ logger = logging.getLogger(__name__)
 
 
 # ----- stepping with a chosen estimator ------------------------------------------------------
-def simulation_cost(env: Any, estimator: Optional[str] = None, bundle: Any = None) -> Callable[[float], float]:
+def simulation_cost(
+    env: Any, estimator: Optional[Union[str, Estimator]] = None, bundle: Any = None
+) -> Callable[[float], float]:
     """``bundled_fraction -> simulated control steps per env step`` of SHAC's rollout
     gradient with ``env``'s step and this estimator (``bcg_envs.gradients.cost``). An env
     without ``stepper`` (not a bcg_envs task) counts as ``exact``: forward, recompute, VJP."""
@@ -49,7 +52,7 @@ def simulation_cost(env: Any, estimator: Optional[str] = None, bundle: Any = Non
     return functools.partial(simulations_per_step, stepper.estimator, stepper.nx, stepper.nu, stepper.num_samples)
 
 
-def step_fn(env: Any, estimator: Optional[str] = None, bundle: Any = None) -> Callable:
+def step_fn(env: Any, estimator: Optional[Union[str, Estimator]] = None, bundle: Any = None) -> Callable:
     """``step(state, action)`` of ``env`` whose backward pass is ``estimator``.
 
     With neither ``estimator`` nor ``bundle`` this is ``env.step`` (the env's default
@@ -479,6 +482,8 @@ def train(
       ``bundled_steps``: training env steps whose gradient ``bcg`` bundled so far (0 for
       other estimators); both also in every ``progress_fn`` call and ``progress.csv`` row.
     """
+    if estimator is not None:
+        estimator = resolve(estimator)  # the name is checked here, before any env is built
     env = make_env(environment, bundle) if isinstance(environment, str) else environment
     if (num_timesteps is None) == (total_steps is None):
         raise ValueError("give exactly one of num_timesteps and total_steps (the env-step budget)")

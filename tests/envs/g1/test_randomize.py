@@ -112,8 +112,6 @@ def test_env_options(nominal):
         G1Squat(randomize="episode", config={"randomization": {"friction": (1.2, 0.3)}})
     with pytest.raises(ValueError, match=r"'pd_gain_scale'.*> 0"):
         G1Squat(randomize="episode", config={"randomization": {"pd_gain_scale": (0.0, 1.0)}})
-    with pytest.raises(NotImplementedError, match="backend='mjx'"):
-        gym.make("bcg_envs/G1Squat-v0", backend="mujoco", randomize="episode")
 
 
 @pytest.mark.integration
