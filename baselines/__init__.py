@@ -17,7 +17,9 @@ def append_csv(path: Path, fields: Sequence[str], rows: Iterable[dict]) -> None:
         with path.open(newline="") as f:
             header = next(csv.reader(f), [])
         if header != list(fields):
-            raise ValueError(f"{path}: its columns {header} differ from {list(fields)}; move it aside or pick another file")
+            raise ValueError(
+                f"{path}: its columns {header} differ from {list(fields)}; move it aside or pick another file"
+            )
     with path.open("a", newline="") as f:
         writer = csv.DictWriter(f, list(fields))
         if fresh:

@@ -32,10 +32,12 @@ def summary_line(name: str, runs: int, e: Dict[str, np.ndarray], config: dict) -
     """One table row of ``episode_endings``' arrays (pooled over runs)."""
     near = e["final_distance"] < config["success_distance"]
     aligned = e["final_yaw"] < config["success_yaw"]
-    return (f"| {name} | {runs} | {len(near)} | {e['return'].mean():.1f} | {100 * near.mean():.1f} % | {100 * aligned.mean():.1f} % | "
-            f"{format_success(success_summary(e['success']))} | {100 * np.median(e['start_distance']):.1f} -> "
-            f"{100 * np.median(e['final_distance']):.1f} | {np.median(e['start_yaw']):.2f} -> "
-            f"{np.median(e['final_yaw']):.2f} | {100 * np.mean(e['length'] < config['episode_length']):.1f} % |")
+    return (
+        f"| {name} | {runs} | {len(near)} | {e['return'].mean():.1f} | {100 * near.mean():.1f} % | {100 * aligned.mean():.1f} % | "
+        f"{format_success(success_summary(e['success']))} | {100 * np.median(e['start_distance']):.1f} -> "
+        f"{100 * np.median(e['final_distance']):.1f} | {np.median(e['start_yaw']):.2f} -> "
+        f"{np.median(e['final_yaw']):.2f} | {100 * np.mean(e['length'] < config['episode_length']):.1f} % |"
+    )
 
 
 def endings_table(out_dir: Path, steps: int, episodes: int = compare.EVAL_EPISODES) -> str:
@@ -48,12 +50,15 @@ def endings_table(out_dir: Path, steps: int, episodes: int = compare.EVAL_EPISOD
     policies: Dict[str, Dict[str, Callable]] = {"scripted push": {"scripted push": scripted.scripted_push}}
     for algo, seed, ckpt, _steps in final_scores.final_runs(out_dir, steps):
         policies.setdefault(algo, {})[f"{algo} seed {seed}"] = final_scores.POLICIES[algo](ckpt)
-    lines = [f"Episode endings on BoxPush-v0's {episodes} evaluation episodes per policy (MuJoCo C), final policies of "
-             f"runs at {steps:,} env steps. Bars: distance < {100 * config['success_distance']:.0f} cm, "
-             f"|yaw error| < {config['success_yaw']} rad.", "",
-             "| policy | runs | episodes | return | within distance | within yaw | success | median distance (cm), start -> end "
-             "| median abs yaw error (rad), start -> end | ended early |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Episode endings on BoxPush-v0's {episodes} evaluation episodes per policy (MuJoCo C), final policies of "
+        f"runs at {steps:,} env steps. Bars: distance < {100 * config['success_distance']:.0f} cm, "
+        f"|yaw error| < {config['success_yaw']} rad.",
+        "",
+        "| policy | runs | episodes | return | within distance | within yaw | success | median distance (cm), start -> end "
+        "| median abs yaw error (rad), start -> end | ended early |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for name, runs in policies.items():
         per_run = {run: episode_endings(act, episodes=episodes, seed=compare.EVAL_SEED) for run, act in runs.items()}
         if len(per_run) > 1:
@@ -67,7 +72,9 @@ def endings_table(out_dir: Path, steps: int, episodes: int = compare.EVAL_EPISOD
 def main(argv: Optional[List[str]] = None) -> str:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True, help="a folder of baselines.compare BoxPush-v0 runs with checkpoints")
-    parser.add_argument("--steps", type=int, required=True, help="the runs' env-step budget (incomplete runs are skipped)")
+    parser.add_argument(
+        "--steps", type=int, required=True, help="the runs' env-step budget (incomplete runs are skipped)"
+    )
     parser.add_argument("--episodes", type=int, default=compare.EVAL_EPISODES)
     args = parser.parse_args(argv)
     out_dir = Path(args.out)

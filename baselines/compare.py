@@ -67,8 +67,17 @@ EVAL_EPISODES = 64
 #: First reset seed of the evaluation episodes, far from the small integers the runs train
 #: with (``--seeds 0 1 2``), so evaluation episodes are not the training runs' first resets.
 EVAL_SEED = 1_000_000
-CSV_FIELDS = ("env_steps", "sim_steps", "wall_clock", "eval_return", "eval_success", "eval_length", "eval_episodes",
-              "skipped_updates", "bundled_fraction")
+CSV_FIELDS = (
+    "env_steps",
+    "sim_steps",
+    "wall_clock",
+    "eval_return",
+    "eval_success",
+    "eval_length",
+    "eval_episodes",
+    "skipped_updates",
+    "bundled_fraction",
+)
 #: The columns that count things: read back as ints, so a resumed run rewrites them as written.
 COUNT_FIELDS = ("env_steps", "eval_episodes")
 #: Simulated control steps per env step of the derivative-free learners (a forward step).
@@ -111,17 +120,50 @@ def config_section(algo: str) -> str:
 #: Arguments each runner sets itself: a config that sets them is rejected.
 _RUNNER_ARGS = {
     "sb3_ppo": {"self", "policy", "env", "seed", "verbose", "device"},
-    "brax_ppo": {"environment", "num_timesteps", "episode_length", "num_evals", "seed", "progress_fn", "policy_params_fn",
-                 "run_evals"},
-    "shac": {"environment", "estimator", "num_timesteps", "total_steps", "seed", "num_evals", "num_eval_envs",
-             "progress_fn", "progress_bar", "policy_params_fn", "run_evals", "program_cache"},
-    "brax_apg": {"environment", "policy_updates", "episode_length", "num_evals", "num_eval_envs", "seed", "progress_fn"},
+    "brax_ppo": {
+        "environment",
+        "num_timesteps",
+        "episode_length",
+        "num_evals",
+        "seed",
+        "progress_fn",
+        "policy_params_fn",
+        "run_evals",
+    },
+    "shac": {
+        "environment",
+        "estimator",
+        "num_timesteps",
+        "total_steps",
+        "seed",
+        "num_evals",
+        "num_eval_envs",
+        "progress_fn",
+        "progress_bar",
+        "policy_params_fn",
+        "run_evals",
+        "program_cache",
+    },
+    "brax_apg": {
+        "environment",
+        "policy_updates",
+        "episode_length",
+        "num_evals",
+        "num_eval_envs",
+        "seed",
+        "progress_fn",
+    },
 }
 #: Keys a runner reads itself (not passed on) and keys it cannot run without.
-_RUNNER_KEYS = {"sb3_ppo": {"n_envs", "normalize_observations", "lr_schedule", "min_lr"},
-                "brax_ppo": {"init_noise_std"}}
-_REQUIRED = {"sb3_ppo": {"n_steps", "batch_size"}, "shac": {"actor_hidden", "critic_hidden"},
-             "brax_apg": {"horizon_length", "num_envs"}}
+_RUNNER_KEYS = {
+    "sb3_ppo": {"n_envs", "normalize_observations", "lr_schedule", "min_lr"},
+    "brax_ppo": {"init_noise_std"},
+}
+_REQUIRED = {
+    "sb3_ppo": {"n_steps", "batch_size"},
+    "shac": {"actor_hidden", "critic_hidden"},
+    "brax_apg": {"horizon_length", "num_envs"},
+}
 
 
 def _train_function(section: str) -> Callable:
@@ -167,8 +209,9 @@ def validate_config(cfg: dict, env_id: str, algos: List[str]) -> None:
         params = cfg.get(section)
         if not isinstance(params, dict):
             raise ValueError(f"config has no {section!r} section (a JSON object of {algo}'s hyper-parameters)")
-        accepted = (set(inspect.signature(_train_function(section)).parameters) - _RUNNER_ARGS[section]
-                    | _RUNNER_KEYS.get(section, set()))
+        accepted = set(inspect.signature(_train_function(section)).parameters) - _RUNNER_ARGS[
+            section
+        ] | _RUNNER_KEYS.get(section, set())
         unknown = sorted(set(params) - accepted)
         if unknown:
             raise ValueError(f"config[{section!r}]: unknown or runner-set keys {unknown}; accepted: {sorted(accepted)}")
@@ -224,10 +267,15 @@ def evaluate(env_id: str, act: Callable[[np.ndarray], np.ndarray], env_kwargs: O
     from bcg_envs.envs.evaluation import run_episodes
 
     env_kwargs = env_kwargs or {}
-    r = run_episodes(env_id, act, episodes=EVAL_EPISODES, seed=EVAL_SEED, backend=protocol_backend(env_kwargs),
-                     env_kwargs=env_kwargs)
-    return dict(eval_return=r["mean_return"], eval_success=r["success_rate"], eval_length=r["mean_length"],
-                eval_episodes=EVAL_EPISODES)
+    r = run_episodes(
+        env_id, act, episodes=EVAL_EPISODES, seed=EVAL_SEED, backend=protocol_backend(env_kwargs), env_kwargs=env_kwargs
+    )
+    return dict(
+        eval_return=r["mean_return"],
+        eval_success=r["success_rate"],
+        eval_length=r["mean_length"],
+        eval_episodes=EVAL_EPISODES,
+    )
 
 
 def jax_policy(make_policy, params) -> Callable[[np.ndarray], np.ndarray]:
@@ -268,14 +316,20 @@ class Recorder:
             write_csv(self.path, kept)
         self._started = True
 
-    def record(self, env_steps: int, act: Callable[[np.ndarray], np.ndarray], sim_steps: float,
-               **learner: float) -> None:
+    def record(
+        self, env_steps: int, act: Callable[[np.ndarray], np.ndarray], sim_steps: float, **learner: float
+    ) -> None:
         """One row: ``act`` scored by ``evaluate`` at ``env_steps``; ``learner`` holds the
         learner's own counters (SHAC's ``skipped_updates``, ``bundled_fraction``)."""
         t0 = time.perf_counter()
         wall = self._offset + t0 - self._start - self._evaluating
-        row = dict(env_steps=int(env_steps), sim_steps=float(sim_steps), wall_clock=wall,
-                   **evaluate(self.env_id, act, self.env_kwargs), **learner)
+        row = dict(
+            env_steps=int(env_steps),
+            sim_steps=float(sim_steps),
+            wall_clock=wall,
+            **evaluate(self.env_id, act, self.env_kwargs),
+            **learner,
+        )
         self.rows.append(row)
         if self.path is not None:
             if not self._started:
@@ -302,8 +356,9 @@ def sb3_learning_rate(params: dict) -> Union[float, Callable[[float], float]]:
     raise ValueError(f"config['sb3_ppo']['lr_schedule'] must be 'constant' or 'linear', got {schedule!r}")
 
 
-def run_sb3_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int, recorder: Recorder,
-               checkpoint_dir: Optional[Path] = None) -> None:
+def run_sb3_ppo(
+    env_id: str, steps: int, seed: int, cfg: dict, evals: int, recorder: Recorder, checkpoint_dir: Optional[Path] = None
+) -> None:
     """stable-baselines3 PPO on ``n_envs`` Gymnasium envs on the MuJoCo C backend (the
     CPU fast path; same model and task code as the JAX env), observations normalized by
     ``VecNormalize`` (``normalize_observations``, default on; rewards left as they are),
@@ -326,13 +381,19 @@ def run_sb3_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int, recor
     n_envs = params.pop("n_envs", 1)
     normalize = params.pop("normalize_observations", True)
     env_kwargs = env_kwargs_of(cfg)
-    venv = make_vec_env(f"bcg_envs/{env_id}", n_envs=n_envs, seed=seed,
-                        env_kwargs={**env_kwargs, "backend": protocol_backend(env_kwargs)})
+    venv = make_vec_env(
+        f"bcg_envs/{env_id}",
+        n_envs=n_envs,
+        seed=seed,
+        env_kwargs={**env_kwargs, "backend": protocol_backend(env_kwargs)},
+    )
     model_path = checkpoint_dir / "model.zip" if checkpoint_dir else None
     stats_path = checkpoint_dir / "vecnormalize.pkl" if checkpoint_dir else None
     resume = model_path is not None and model_path.exists() and (stats_path.exists() or not normalize)
     if normalize:
-        env = VecNormalize.load(str(stats_path), venv) if resume else VecNormalize(venv, norm_obs=True, norm_reward=False)
+        env = (
+            VecNormalize.load(str(stats_path), venv) if resume else VecNormalize(venv, norm_obs=True, norm_reward=False)
+        )
     else:
         env = venv
     every = max(steps // evals, 1)
@@ -389,8 +450,9 @@ def jax_env_for(env_id: str, estimator: str, cfg: dict):
     return _jax_env(env_id, estimator, tuple(sorted(env_kwargs_of(cfg).items())))
 
 
-def run_brax_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int, recorder: Recorder,
-                 checkpoint_dir: Optional[Path] = None) -> None:
+def run_brax_ppo(
+    env_id: str, steps: int, seed: int, cfg: dict, evals: int, recorder: Recorder, checkpoint_dir: Optional[Path] = None
+) -> None:
     """Brax PPO on the JAX env; its own evaluation is off (``run_evals=False``) and each
     evaluation point's policy is scored by the protocol (``policy_params_fn``). No resume:
     an interrupted run starts again."""
@@ -407,17 +469,26 @@ def run_brax_ppo(env_id: str, steps: int, seed: int, cfg: dict, evals: int, reco
 
         from brax.training.agents.ppo import networks as ppo_networks
 
-        params["network_factory"] = functools.partial(ppo_networks.make_ppo_networks,
-                                                      init_noise_std=params.pop("init_noise_std"))
-    ppo.train(environment=env, num_timesteps=steps, episode_length=env.episode_length, num_evals=evals + 1,
-              seed=seed, run_evals=False,
-              policy_params_fn=lambda step, make_policy, params: recorder.record(
-                  step, jax_policy(make_policy, params), FORWARD_ONLY * step),
-              **params)
+        params["network_factory"] = functools.partial(
+            ppo_networks.make_ppo_networks, init_noise_std=params.pop("init_noise_std")
+        )
+    ppo.train(
+        environment=env,
+        num_timesteps=steps,
+        episode_length=env.episode_length,
+        num_evals=evals + 1,
+        seed=seed,
+        run_evals=False,
+        policy_params_fn=lambda step, make_policy, params: recorder.record(
+            step, jax_policy(make_policy, params), FORWARD_ONLY * step
+        ),
+        **params,
+    )
 
 
-def run_brax_apg(env_id: str, steps: int, seed: int, cfg: dict, evals: int, recorder: Recorder,
-                 checkpoint_dir: Optional[Path] = None) -> None:
+def run_brax_apg(
+    env_id: str, steps: int, seed: int, cfg: dict, evals: int, recorder: Recorder, checkpoint_dir: Optional[Path] = None
+) -> None:
     """Brax APG on the JAX env (``exact`` gradients). It returns its policy only at the end,
     so its one row is the final policy's score (Brax's own intermediate evaluations are not
     used). No resume."""
@@ -432,19 +503,36 @@ def run_brax_apg(env_id: str, steps: int, seed: int, cfg: dict, evals: int, reco
     params = dict(cfg["brax_apg"])
     steps_per_update = params["horizon_length"] * params["num_envs"]
     updates = max(1, steps // steps_per_update)
-    make_policy, trained, _ = apg.train(environment=env, policy_updates=updates, episode_length=env.episode_length,
-                                        num_evals=1, num_eval_envs=1, seed=seed, **params)
+    make_policy, trained, _ = apg.train(
+        environment=env,
+        policy_updates=updates,
+        episode_length=env.episode_length,
+        num_evals=1,
+        num_eval_envs=1,
+        seed=seed,
+        **params,
+    )
     env_steps = updates * steps_per_update
-    recorder.record(env_steps, jax_policy(make_policy, trained),
-                    env_steps * simulations_per_step("exact", env.state_size, env.action_size, 0, 0.0))
+    recorder.record(
+        env_steps,
+        jax_policy(make_policy, trained),
+        env_steps * simulations_per_step("exact", env.state_size, env.action_size, 0, 0.0),
+    )
 
 
 def _run_shac(estimator: str):
     programs = None  # this runner's shac.ProgramCache: seeds after the first reuse its compiled
     # programs (the same env from _jax_env, the same architecture) instead of tracing again
 
-    def run(env_id: str, steps: int, seed: int, cfg: dict, evals: int, recorder: Recorder,
-            checkpoint_dir: Optional[Path] = None) -> None:
+    def run(
+        env_id: str,
+        steps: int,
+        seed: int,
+        cfg: dict,
+        evals: int,
+        recorder: Recorder,
+        checkpoint_dir: Optional[Path] = None,
+    ) -> None:
         """SHAC on the JAX env with ``estimator``. Each evaluation point's policy is scored
         by the protocol (its policy from ``policy_params_fn``, recorded by ``progress_fn``
         with SHAC's ``simulated_steps``). With ``checkpoint_dir``, a checkpoint at every
@@ -470,13 +558,29 @@ def _run_shac(estimator: str):
 
         def record(step, metrics):
             bundled = metrics.get("bundled_steps", math.nan) / step if step else 0.0
-            recorder.record(step, policy.pop("act"), metrics["simulated_steps"],
-                            skipped_updates=metrics.get("skipped_updates", math.nan), bundled_fraction=bundled)
+            recorder.record(
+                step,
+                policy.pop("act"),
+                metrics["simulated_steps"],
+                skipped_updates=metrics.get("skipped_updates", math.nan),
+                bundled_fraction=bundled,
+            )
 
-        shac.train(env, num_timesteps=steps, seed=seed, num_evals=evals + 1, run_evals=False,
-                   policy_params_fn=keep_policy, progress_fn=record, progress_bar=False, program_cache=programs,
-                   checkpoint_dir=checkpoint_dir, checkpoint_every=max(1, iterations // max(evals, 1)),
-                   restore_from=restore, **params)
+        shac.train(
+            env,
+            num_timesteps=steps,
+            seed=seed,
+            num_evals=evals + 1,
+            run_evals=False,
+            policy_params_fn=keep_policy,
+            progress_fn=record,
+            progress_bar=False,
+            program_cache=programs,
+            checkpoint_dir=checkpoint_dir,
+            checkpoint_every=max(1, iterations // max(evals, 1)),
+            restore_from=restore,
+            **params,
+        )
 
     return run
 
@@ -515,14 +619,24 @@ def read_rows(path: Path) -> List[Row]:
     no simulated steps (before that axis)."""
     if not path.exists():
         return []
+
     def parse(key: str, text: str) -> float:
         value = float(text)
         return int(value) if key in COUNT_FIELDS and math.isfinite(value) else value
 
     with path.open() as f:
-        return [{"eval_success": float("nan"), "eval_length": float("nan"), "eval_episodes": 16,
-                 "sim_steps": float("nan"), "skipped_updates": float("nan"), "bundled_fraction": float("nan"),
-                 **{k: parse(k, v) for k, v in row.items()}} for row in csv.DictReader(f)]
+        return [
+            {
+                "eval_success": float("nan"),
+                "eval_length": float("nan"),
+                "eval_episodes": 16,
+                "sim_steps": float("nan"),
+                "skipped_updates": float("nan"),
+                "bundled_fraction": float("nan"),
+                **{k: parse(k, v) for k, v in row.items()},
+            }
+            for row in csv.DictReader(f)
+        ]
 
 
 def read_runs(out_dir: Path, budgets: Optional[Dict[str, int]] = None) -> Dict[str, List[List[Row]]]:
@@ -538,8 +652,10 @@ def read_runs(out_dir: Path, budgets: Optional[Dict[str, int]] = None) -> Dict[s
             continue
         budget = budgets.get(algo) if budgets is not None else None
         if budgets is not None and (budget is None or rows[-1]["env_steps"] < COMPLETE * budget):
-            print(f"{path.name}: left out of the summary (reaches {rows[-1]['env_steps']:,.0f} env steps of "
-                  f"{'no known budget' if budget is None else f'{budget:,}'})")
+            print(
+                f"{path.name}: left out of the summary (reaches {rows[-1]['env_steps']:,.0f} env steps of "
+                f"{'no known budget' if budget is None else f'{budget:,}'})"
+            )
             continue
         runs[algo].append(rows)
     return dict(runs)
@@ -549,8 +665,10 @@ def at_budget(runs: Dict[str, List[List[Row]]], budgets: Dict[str, int]) -> Dict
     """Each run's rows up to its algorithm's budget (1 % slack for rounding): a run longer
     than the budget is scored where the others stop, so a table compares equal env steps and
     a longer run (PPO to its plateau) can share a directory with shorter ones."""
-    return {algo: [[row for row in rows if row["env_steps"] <= budgets[algo] / COMPLETE] for rows in seeds]
-            for algo, seeds in runs.items()}
+    return {
+        algo: [[row for row in rows if row["env_steps"] <= budgets[algo] / COMPLETE] for rows in seeds]
+        for algo, seeds in runs.items()
+    }
 
 
 def is_complete(path: Path, steps: int) -> bool:
@@ -614,7 +732,7 @@ def summary_table(runs: Dict[str, List[List[Row]]], reference: str = "sb3_ppo") 
     levels = (0.5, 0.9)
     lines = [
         "| algorithm | seeds | final return | final success [95% CI] | episode length | env steps to 90% of PPO "
-        f"| env steps to 50% of best success | env steps to 90% of best success | simulated steps | wall-clock (s) |",
+        "| env steps to 50% of best success | env steps to 90% of best success | simulated steps | wall-clock (s) |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     to_success: Dict[str, List[Optional[float]]] = {}
@@ -646,8 +764,10 @@ def summary_table(runs: Dict[str, List[List[Row]]], reference: str = "sb3_ppo") 
         length_text = f"{np.nanmean(lengths):.0f}" if np.any(~np.isnan(lengths)) else "—"
         sims = np.array([r[-1]["sim_steps"] for r in seeds])
         sims_text = f"{np.mean(sims):,.0f}" if np.all(~np.isnan(sims)) else "—"
-        lines.append(f"| {algo} | {len(seeds)} | {finals.mean():.2f} ± {finals.std():.2f} | {success_text} | {length_text} "
-                     f"| {reach} | {success_cells[0]} | {success_cells[1]} | {sims_text} | {wall:.0f} |")
+        lines.append(
+            f"| {algo} | {len(seeds)} | {finals.mean():.2f} ± {finals.std():.2f} | {success_text} | {length_text} "
+            f"| {reach} | {success_cells[0]} | {success_cells[1]} | {sims_text} | {wall:.0f} |"
+        )
     lines.append("")
     lines.append(f"Best success (seed mean at one evaluation, any algorithm): {100 * best:.1f} %.")
     pairs = [(p, s) for p in PPO_ALGORITHMS if p in runs for s in runs if s.startswith("shac")]
@@ -655,8 +775,10 @@ def summary_table(runs: Dict[str, List[List[Row]]], reference: str = "sb3_ppo") 
         ratios = []
         for level, ppo, shac_steps in zip(levels, to_success[ppo_name], to_success[algo]):
             if ppo is None or shac_steps is None or shac_steps == 0:
-                ratios.append(f"{int(100 * level)} %: — ({ppo_name} {'never' if ppo is None else f'{ppo:,.0f}'}, "
-                              f"{algo} {'never' if shac_steps is None else f'{shac_steps:,.0f}'})")
+                ratios.append(
+                    f"{int(100 * level)} %: — ({ppo_name} {'never' if ppo is None else f'{ppo:,.0f}'}, "
+                    f"{algo} {'never' if shac_steps is None else f'{shac_steps:,.0f}'})"
+                )
             else:
                 ratios.append(f"{int(100 * level)} %: {ppo / shac_steps:.1f}x")
         lines.append(f"Gap, {ppo_name} / {algo} env steps to the best success's " + "; ".join(ratios) + ".")
@@ -674,8 +796,13 @@ def algorithm_color(algo: str) -> str:
     return ALGORITHM_COLORS.get(algo, "0.5")
 
 
-def plot_curves(runs: Dict[str, List[List[Row]]], path: Path, title: str = "", budget: Optional[int] = None,
-                references: Optional[Dict[str, Tuple[float, float]]] = None) -> None:
+def plot_curves(
+    runs: Dict[str, List[List[Row]]],
+    path: Path,
+    title: str = "",
+    budget: Optional[int] = None,
+    references: Optional[Dict[str, Tuple[float, float]]] = None,
+) -> None:
     """Return against env steps, simulated steps and wall-clock (mean +- std over seeds) and
     success against env steps; whole runs, with the table's ``budget`` (env steps) dashed.
     Each algorithm keeps its ``ALGORITHM_COLORS`` colour; every panel has a legend.
@@ -695,17 +822,22 @@ def plot_curves(runs: Dict[str, List[List[Row]]], path: Path, title: str = "", b
             if any(np.isnan(row[key]) for r in seeds for row in r):
                 continue  # CSVs from before the simulated-steps axis
             grid = np.linspace(0, min(r[-1][key] for r in seeds), 50)
-            curves = np.stack([np.interp(grid, [row[key] for row in r], [row["eval_return"] for row in r]) for r in seeds])
+            curves = np.stack(
+                [np.interp(grid, [row[key] for row in r], [row["eval_return"] for row in r]) for r in seeds]
+            )
             mean, std = curves.mean(0), curves.std(0)
             ax.plot(grid, mean, color=color, label=f"{algo} ({len(seeds)} seed{'s' if len(seeds) > 1 else ''})")
             ax.fill_between(grid, mean - std, mean + std, color=color, alpha=0.2)
         # Success: the evaluations that recorded it (markers; a line where there are several).
-        points = [(row["env_steps"], row["eval_success"]) for r in seeds for row in r if not np.isnan(row["eval_success"])]
+        points = [
+            (row["env_steps"], row["eval_success"]) for r in seeds for row in r if not np.isnan(row["eval_success"])
+        ]
         if points:
             steps_, rates = (np.array(v) for v in zip(*sorted(points)))
             uniq = np.unique(steps_)
-            axes[3].plot(uniq, [rates[steps_ == u].mean() for u in uniq], marker="o", markersize=3, color=color,
-                         label=algo)
+            axes[3].plot(
+                uniq, [rates[steps_ == u].mean() for u in uniq], marker="o", markersize=3, color=color, label=algo
+            )
     for name, (ret, success) in (references or {}).items():
         style = next((s for k, s in REFERENCE_STYLES.items() if name.startswith(k)), dict(color="0.6", linestyle="-"))
         for ax in axes[:3]:
@@ -729,8 +861,15 @@ def plot_curves(runs: Dict[str, List[List[Row]]], path: Path, title: str = "", b
     plt.close(fig)
 
 
-def compare(env_id: str, algos: List[str], seeds: List[int], steps: int, out_dir: Path, evals: int = 5,
-            config: Optional[Path] = None) -> str:
+def compare(
+    env_id: str,
+    algos: List[str],
+    seeds: List[int],
+    steps: int,
+    out_dir: Path,
+    evals: int = 5,
+    config: Optional[Path] = None,
+) -> str:
     cfg = load_config(env_id, config)
     validate_config(cfg, env_id, algos)
     planned = check_budgets(cfg, algos, steps, evals)
@@ -762,7 +901,9 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--steps", type=int, default=200_000)
     parser.add_argument("--evals", type=int, default=5)
     parser.add_argument("--out", default=None)
-    parser.add_argument("--config", default=None, help="JSON of hyper-parameters (default: baselines/configs/<env>.json)")
+    parser.add_argument(
+        "--config", default=None, help="JSON of hyper-parameters (default: baselines/configs/<env>.json)"
+    )
     args = parser.parse_args(argv)
     out = Path(args.out or f"baselines/results/{args.env}")
     compare(args.env, args.algos, args.seeds, args.steps, out, args.evals, args.config)

@@ -41,8 +41,23 @@ RESULTS = Path(__file__).resolve().parent / "results" / "contact_events.csv"
 #: An event force above this (N) counts as contact.
 CONTACT_N = 0.05
 TASKS = ("BoxPush-v0", "PlanarHand-v0", "G1Squat-v0", "G1Jump-v0", "G1Kick-v0")
-FIELDS = ("env", "contact_model", "kappa", "policy", "group", "steps", "force_p50", "force_p90", "force_p99", "rise_p50", "rise_p90",
-          "rise_p99", "threshold", "bundled_force", "bundled_onset")
+FIELDS = (
+    "env",
+    "contact_model",
+    "kappa",
+    "policy",
+    "group",
+    "steps",
+    "force_p50",
+    "force_p90",
+    "force_p99",
+    "rise_p50",
+    "rise_p90",
+    "rise_p99",
+    "threshold",
+    "bundled_force",
+    "bundled_onset",
+)
 
 
 def policies(env_id: str, env) -> Dict[str, Callable[[int], Callable[[np.ndarray], np.ndarray]]]:
@@ -90,8 +105,10 @@ def measure(
 
     if contact_model in KAPPA_MODELS and kappa is None:
         kappa = PenaltyContact.kappa
-    kwargs: Dict[str, object] = {"backend": "mjx" if contact_model in KAPPA_MODELS else "mujoco",
-                                 "contact_model": contact_model}
+    kwargs: Dict[str, object] = {
+        "backend": "mjx" if contact_model in KAPPA_MODELS else "mujoco",
+        "contact_model": contact_model,
+    }
     if kappa is not None:
         kwargs["kappa"] = float(kappa)
     if env_id.startswith("G1"):
@@ -118,15 +135,25 @@ def measure(
             for group, values in groups.items():
                 v = np.asarray(values, float).reshape(-1, 2)
                 q = lambda x, p: float(np.percentile(x, p)) if len(x) else float("nan")  # noqa: E731
-                rows.append({
-                    "env": env_id, "contact_model": contact_model, "kappa": "" if kappa is None else float(kappa),
-                    "policy": name, "group": group, "steps": len(v),
-                    "force_p50": q(v[:, 0], 50), "force_p90": q(v[:, 0], 90), "force_p99": q(v[:, 0], 99),
-                    "rise_p50": q(v[:, 1], 50), "rise_p90": q(v[:, 1], 90), "rise_p99": q(v[:, 1], 99),
-                    "threshold": threshold,
-                    "bundled_force": float(np.mean(v[:, 0] > threshold)) if len(v) else float("nan"),
-                    "bundled_onset": float(np.mean(v[:, 1] > threshold)) if len(v) else float("nan"),
-                })
+                rows.append(
+                    {
+                        "env": env_id,
+                        "contact_model": contact_model,
+                        "kappa": "" if kappa is None else float(kappa),
+                        "policy": name,
+                        "group": group,
+                        "steps": len(v),
+                        "force_p50": q(v[:, 0], 50),
+                        "force_p90": q(v[:, 0], 90),
+                        "force_p99": q(v[:, 0], 99),
+                        "rise_p50": q(v[:, 1], 50),
+                        "rise_p90": q(v[:, 1], 90),
+                        "rise_p99": q(v[:, 1], 99),
+                        "threshold": threshold,
+                        "bundled_force": float(np.mean(v[:, 0] > threshold)) if len(v) else float("nan"),
+                        "bundled_onset": float(np.mean(v[:, 1] > threshold)) if len(v) else float("nan"),
+                    }
+                )
     finally:
         env.close()
     return rows
@@ -140,8 +167,10 @@ def contact_label(row: Dict[str, object]) -> str:
 
 def table(rows: List[Dict[str, object]]) -> str:
     """Markdown table of ``measure``'s rows."""
-    head = ("| env | contact | policy | group | steps | force p50 / p90 / p99 (N) | rise p50 / p90 / p99 (N) | "
-            "threshold (N) | bundled: force | bundled: onset |\n|---|---|---|---|---|---|---|---|---|---|")
+    head = (
+        "| env | contact | policy | group | steps | force p50 / p90 / p99 (N) | rise p50 / p90 / p99 (N) | "
+        "threshold (N) | bundled: force | bundled: onset |\n|---|---|---|---|---|---|---|---|---|---|"
+    )
     lines = [head]
     for r in rows:
         lines.append(
@@ -154,15 +183,24 @@ def table(rows: List[Dict[str, object]]) -> str:
 
 
 def main(argv=None) -> List[Dict[str, object]]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     parser.add_argument("--env", nargs="+", default=list(TASKS), choices=TASKS, help="tasks to measure")
     parser.add_argument("--episodes", type=int, default=20, help="episodes per policy (seeds seed, seed + 1, ...)")
     parser.add_argument("--seed", type=int, default=0, help="first episode seed")
-    parser.add_argument("--contact-model", default="mujoco", choices=CONTACT_MODELS,
-                        help="mujoco: MuJoCo C; penalty: the BCG paper's model on MJX")
-    parser.add_argument("--kappa", type=float, default=None,
-                        help=f"penalty sharpness (1/m; penalty model only, default {PenaltyContact.kappa:g})")
+    parser.add_argument(
+        "--contact-model",
+        default="mujoco",
+        choices=CONTACT_MODELS,
+        help="mujoco: MuJoCo C; penalty: the BCG paper's model on MJX",
+    )
+    parser.add_argument(
+        "--kappa",
+        type=float,
+        default=None,
+        help=f"penalty sharpness (1/m; penalty model only, default {PenaltyContact.kappa:g})",
+    )
     parser.add_argument("--out", default=str(RESULTS), help="CSV the rows are appended to (empty: none)")
     args = parser.parse_args(argv)
     if args.episodes < 1:

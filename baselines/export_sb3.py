@@ -39,7 +39,9 @@ def sb3_policy_arrays(model, vec_normalize=None) -> Dict[str, np.ndarray]:
     linears = [m for m in layers if isinstance(m, torch.nn.Linear)]
     activations = {type(m).__name__ for m in layers if not isinstance(m, torch.nn.Linear)}
     if len(activations) > 1 or not activations <= set(_ACTIVATIONS):
-        raise ValueError(f"the policy net's activations must be one of {sorted(_ACTIVATIONS)}, got {sorted(activations)}")
+        raise ValueError(
+            f"the policy net's activations must be one of {sorted(_ACTIVATIONS)}, got {sorted(activations)}"
+        )
     activation = _ACTIVATIONS[activations.pop()] if activations else "tanh"
     linears.append(policy.action_net)
     arrays: Dict[str, np.ndarray] = {}
@@ -79,8 +81,9 @@ def saved_policy_arrays(model_path: Path, stats_path: Optional[Path]) -> Dict[st
     return sb3_policy_arrays(model, vec_normalize)
 
 
-def export_sb3(model_path: Path, stats_path: Optional[Path], out: Path, env_id: str = "", *,
-               format: str = "npz") -> Path:
+def export_sb3(
+    model_path: Path, stats_path: Optional[Path], out: Path, env_id: str = "", *, format: str = "npz"
+) -> Path:
     """Load an SB3 PPO ``model.zip`` (and ``vecnormalize.pkl``) and write it to ``out`` as
     ``format`` (``"npz"`` or ``"onnx"``, ``bcg_envs.export.write_policy``)."""
     arrays = saved_policy_arrays(model_path, stats_path)
@@ -91,13 +94,16 @@ def export_sb3(model_path: Path, stats_path: Optional[Path], out: Path, env_id: 
 def main(argv: Optional[List[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", required=True, help="SB3 PPO model.zip")
-    parser.add_argument("--stats", default=None, help="VecNormalize statistics (vecnormalize.pkl); none: raw observations")
+    parser.add_argument(
+        "--stats", default=None, help="VecNormalize statistics (vecnormalize.pkl); none: raw observations"
+    )
     parser.add_argument("--env", default="", help="environment id stored with the policy")
     parser.add_argument("--out", required=True, help="the file to write")
     parser.add_argument("--format", default="npz", choices=list(FORMATS), help="file format (default: npz)")
     args = parser.parse_args(argv)
-    out = export_sb3(Path(args.model), Path(args.stats) if args.stats else None, Path(args.out), args.env,
-                     format=args.format)
+    out = export_sb3(
+        Path(args.model), Path(args.stats) if args.stats else None, Path(args.out), args.env, format=args.format
+    )
     print(f"wrote {out}")
 
 

@@ -26,8 +26,13 @@ def checkpoint_policy_arrays(checkpoint: Path) -> Dict[str, np.ndarray]:
     from bcg_envs.learners import shac
 
     _, params, network = shac.load_policy(checkpoint)
-    return policy_arrays(params, actor_hidden=network.actor_hidden, activation=network.activation,
-                         layer_norm=network.layer_norm, normalize_observations=network.normalize_observations)
+    return policy_arrays(
+        params,
+        actor_hidden=network.actor_hidden,
+        activation=network.activation,
+        layer_norm=network.layer_norm,
+        normalize_observations=network.normalize_observations,
+    )
 
 
 def export_shac(checkpoint: Path, out: Path, env_id: str = "", *, format: str = "npz") -> Path:
@@ -40,7 +45,9 @@ def export_shac(checkpoint: Path, out: Path, env_id: str = "", *, format: str = 
 
 def main(argv: Optional[List[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--checkpoint", required=True, help="a SHAC checkpoint file or a directory of them (its newest)")
+    parser.add_argument(
+        "--checkpoint", required=True, help="a SHAC checkpoint file or a directory of them (its newest)"
+    )
     parser.add_argument("--env", default="", help="environment id stored with the policy")
     parser.add_argument("--out", required=True, help="the file to write")
     parser.add_argument("--format", default="npz", choices=list(FORMATS), help="file format (default: npz)")

@@ -66,7 +66,9 @@ def checkpoint_steps(algo: str, checkpoint_dir: Path) -> int:
 
 
 POLICIES: Dict[str, Callable[[Path], Callable[[np.ndarray], np.ndarray]]] = {
-    "sb3_ppo": sb3_policy, "shac_exact": shac_policy, "shac_bcg": shac_policy,
+    "sb3_ppo": sb3_policy,
+    "shac_exact": shac_policy,
+    "shac_bcg": shac_policy,
 }
 
 
@@ -98,9 +100,15 @@ def read_scores(path: Path) -> List[dict]:
         return list(csv.DictReader(f))
 
 
-def score_runs(env_id: str, out_dir: Path, steps: int, episodes: int = compare.EVAL_EPISODES,
-               seed: int = compare.EVAL_SEED, done: Sequence[dict] = (),
-               env_kwargs: Optional[Dict[str, object]] = None) -> List[dict]:
+def score_runs(
+    env_id: str,
+    out_dir: Path,
+    steps: int,
+    episodes: int = compare.EVAL_EPISODES,
+    seed: int = compare.EVAL_SEED,
+    done: Sequence[dict] = (),
+    env_kwargs: Optional[Dict[str, object]] = None,
+) -> List[dict]:
     """One row of ``COLUMNS`` per final policy of a complete run in ``out_dir``
     (``sim_to_sim`` on both simulators, the env made with the runs' ``env_kwargs``),
     skipping runs ``done`` already scored with the same env steps and episodes."""
@@ -130,8 +138,10 @@ def score_runs(env_id: str, out_dir: Path, steps: int, episodes: int = compare.E
 def table(rows: List[dict]) -> str:
     """Per algorithm, both simulators: success pooled over seeds [95 % CI], falls per
     episode and tracking error (cm), mean +- std over seeds."""
-    lines = ["| algorithm | seeds | simulator | success [95 % CI] | falls per episode | tracking error (cm) | joint error (rad) |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        "| algorithm | seeds | simulator | success [95 % CI] | falls per episode | tracking error (cm) | joint error (rad) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for algo in sorted({r["algo"] for r in rows}):
         runs = [r for r in rows if r["algo"] == algo]
         for name, sfx in (("MuJoCo C", ""), ("MJX", "_mjx")):
@@ -144,8 +154,10 @@ def table(rows: List[dict]) -> str:
                 return f"{values.mean():.{digits}f} +- {values.std():.{digits}f}"
 
             falls = np.asarray([float(r[f"falls{sfx}"]) / int(r["episodes"]) for r in runs])
-            lines.append(f"| {algo} | {len(runs)} | {name} | {success} | {falls.mean():.2f} +- {falls.std():.2f} | "
-                         f"{stat('tracking_error_cm', 1)} | {stat('joint_error_rad', 3)} |")
+            lines.append(
+                f"| {algo} | {len(runs)} | {name} | {success} | {falls.mean():.2f} +- {falls.std():.2f} | "
+                f"{stat('tracking_error_cm', 1)} | {stat('joint_error_rad', 3)} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -153,10 +165,13 @@ def main(argv: Optional[List[str]] = None) -> str:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env", default="G1Jump-v0")
     parser.add_argument("--out", required=True, help="a folder of baselines.compare runs with checkpoints")
-    parser.add_argument("--steps", type=int, required=True, help="the runs' env-step budget (incomplete runs are skipped)")
+    parser.add_argument(
+        "--steps", type=int, required=True, help="the runs' env-step budget (incomplete runs are skipped)"
+    )
     parser.add_argument("--episodes", type=int, default=compare.EVAL_EPISODES)
-    parser.add_argument("--config", default=None,
-                        help="the runs' config, for its env_kwargs (default: baselines/configs/<env>.json)")
+    parser.add_argument(
+        "--config", default=None, help="the runs' config, for its env_kwargs (default: baselines/configs/<env>.json)"
+    )
     args = parser.parse_args(argv)
     env_kwargs = compare.env_kwargs_of(compare.load_config(args.env, args.config))
     out_dir = Path(args.out)

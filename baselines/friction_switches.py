@@ -48,15 +48,25 @@ SATURATED = 0.98
 GROUP_FIELDS = ("env", "policy", "group", "steps", "fd_norm_p50", "fd_norm_p90", "fd_norm_p99", "fd_norm_max")
 #: Finite-difference step sizes of the re-evaluated steps (tangent units: m, rad, m/s, rad/s).
 FD_STEPS = (1e-8, 1e-6, 1e-4)
-TOP_FIELDS = ("env", "policy", "group", "contact_force", "object_speed", "fd_norm",
-              *(f"fd_norm_eps{e:g}" for e in FD_STEPS), "mjx_norm")
+TOP_FIELDS = (
+    "env",
+    "policy",
+    "group",
+    "contact_force",
+    "object_speed",
+    "fd_norm",
+    *(f"fd_norm_eps{e:g}" for e in FD_STEPS),
+    "mjx_norm",
+)
 
 
 def friction_regimes(model: mujoco.MjModel, data: mujoco.MjData) -> Dict[int, bool]:
     """Per dof with a frictionloss constraint in ``data``: True when its force is saturated."""
     rows = np.flatnonzero(data.efc_type[: data.nefc] == mujoco.mjtConstraint.mjCNSTR_FRICTION_DOF)
-    return {int(data.efc_id[i]): bool(abs(data.efc_force[i]) >= SATURATED * model.dof_frictionloss[data.efc_id[i]])
-            for i in rows}
+    return {
+        int(data.efc_id[i]): bool(abs(data.efc_force[i]) >= SATURATED * model.dof_frictionloss[data.efc_id[i]])
+        for i in rows
+    }
 
 
 def regime_changed(model: mujoco.MjModel, start: mujoco.MjData, ctrl: np.ndarray, substeps: int) -> bool:
@@ -75,8 +85,9 @@ def regime_changed(model: mujoco.MjModel, start: mujoco.MjData, ctrl: np.ndarray
     return False
 
 
-def control_step_fd(model: mujoco.MjModel, start: mujoco.MjData, ctrl: np.ndarray, substeps: int,
-                    eps: float) -> np.ndarray:
+def control_step_fd(
+    model: mujoco.MjModel, start: mujoco.MjData, ctrl: np.ndarray, substeps: int, eps: float
+) -> np.ndarray:
     """Central-difference d x_{t+1} / d x_t of one control step in MuJoCo C, x = (dq, qvel)
     in tangent coordinates (``mj_integratePos`` / ``mj_differentiatePos``): (2 nv, 2 nv)."""
     nv = model.nv
@@ -140,10 +151,19 @@ def measure(env_id: str, episodes: int, top: int, seed: int = 0) -> Tuple[List[d
                     # few hundred bytes per step, rebuilt only for the re-evaluated steps.
                     full = np.empty(mujoco.mj_stateSize(model, FULL_STATE))
                     mujoco.mj_getState(model, start, full, FULL_STATE)
-                    steps.append({"policy": name, "group": group, "contact_force": force, "fd_norm": norm,
-                                  "object_speed": float(np.linalg.norm(state[1][object_dofs])),
-                                  "state": state, "action": np.asarray(action), "full_state": full,
-                                  "ctrl": c.data.ctrl.copy()})
+                    steps.append(
+                        {
+                            "policy": name,
+                            "group": group,
+                            "contact_force": force,
+                            "fd_norm": norm,
+                            "object_speed": float(np.linalg.norm(state[1][object_dofs])),
+                            "state": state,
+                            "action": np.asarray(action),
+                            "full_state": full,
+                            "ctrl": c.data.ctrl.copy(),
+                        }
+                    )
                     before = force
                     obs = out.observation
                     if out.terminated or out.truncated:
@@ -151,17 +171,28 @@ def measure(env_id: str, episodes: int, top: int, seed: int = 0) -> Tuple[List[d
             for group, values in norms.items():
                 v = np.asarray(values, float)
                 q = (lambda p: float(np.percentile(v, p))) if len(v) else (lambda p: float("nan"))
-                group_rows.append({"env": env_id, "policy": name, "group": group, "steps": len(v),
-                                   "fd_norm_p50": q(50), "fd_norm_p90": q(90), "fd_norm_p99": q(99),
-                                   "fd_norm_max": q(100)})
+                group_rows.append(
+                    {
+                        "env": env_id,
+                        "policy": name,
+                        "group": group,
+                        "steps": len(v),
+                        "fd_norm_p50": q(50),
+                        "fd_norm_p90": q(90),
+                        "fd_norm_p99": q(99),
+                        "fd_norm_max": q(100),
+                    }
+                )
         top_rows = []
         if top:
             mjx_env.reset(seed=seed)
         for s in sorted(steps, key=lambda s: -s["fd_norm"])[:top]:
             start = mujoco.MjData(model)
             mujoco.mj_setState(model, start, s["full_state"], FULL_STATE)
-            fd = {f"fd_norm_eps{e:g}": float(np.linalg.norm(control_step_fd(model, start, s["ctrl"], substeps, e)))
-                  for e in FD_STEPS}
+            fd = {
+                f"fd_norm_eps{e:g}": float(np.linalg.norm(control_step_fd(model, start, s["ctrl"], substeps, e)))
+                for e in FD_STEPS
+            }
             j.set_state(*s["state"])
             mjx = float(np.linalg.norm(j.grad_step(s["action"], estimator="exact").jacobians.A))
             top_rows.append({"env": env_id, **{k: s[k] for k in TOP_FIELDS if k in s}, **fd, "mjx_norm": mjx})
@@ -175,21 +206,29 @@ def tables(group_rows: List[dict], top_rows: List[dict]) -> str:
     """Markdown tables of ``measure``'s rows."""
     lines = ["| env | policy | group | steps | FD ||A|| p50 / p90 / p99 / max |", "|---|---|---|---|---|"]
     for r in group_rows:
-        lines.append(f"| {r['env']} | {r['policy']} | {r['group']} | {r['steps']} | {r['fd_norm_p50']:.3g} / "
-                     f"{r['fd_norm_p90']:.3g} / {r['fd_norm_p99']:.3g} / {r['fd_norm_max']:.3g} |")
+        lines.append(
+            f"| {r['env']} | {r['policy']} | {r['group']} | {r['steps']} | {r['fd_norm_p50']:.3g} / "
+            f"{r['fd_norm_p90']:.3g} / {r['fd_norm_p99']:.3g} / {r['fd_norm_max']:.3g} |"
+        )
     eps = " | ".join(f"FD eps {e:g}" for e in FD_STEPS)
-    lines += ["", f"| env | policy | group | contact force (N) | object speed | grad_step FD ||A|| | {eps} | "
-              "MJX exact ||A|| |", "|---|---|---|---|---|---|" + "---|" * len(FD_STEPS) + "---|"]
+    lines += [
+        "",
+        f"| env | policy | group | contact force (N) | object speed | grad_step FD ||A|| | {eps} | MJX exact ||A|| |",
+        "|---|---|---|---|---|---|" + "---|" * len(FD_STEPS) + "---|",
+    ]
     for r in top_rows:
         fd = " | ".join(f"{r[f'fd_norm_eps{e:g}']:.3g}" for e in FD_STEPS)
-        lines.append(f"| {r['env']} | {r['policy']} | {r['group']} | {r['contact_force']:.1f} | "
-                     f"{r['object_speed']:.4f} | {r['fd_norm']:.3g} | {fd} | {r['mjx_norm']:.3g} |")
+        lines.append(
+            f"| {r['env']} | {r['policy']} | {r['group']} | {r['contact_force']:.1f} | "
+            f"{r['object_speed']:.4f} | {r['fd_norm']:.3g} | {fd} | {r['mjx_norm']:.3g} |"
+        )
     return "\n".join(lines)
 
 
 def main(argv=None) -> Tuple[List[dict], List[dict]]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], formatter_class=argparse.ArgumentDefaultsHelpFormatter
+    )
     parser.add_argument("--env", nargs="+", default=list(TASKS), choices=TASKS, help="tasks to measure")
     parser.add_argument("--episodes", type=int, default=10, help="episodes per policy (seeds seed, seed + 1, ...)")
     parser.add_argument("--top", type=int, default=12, help="largest-norm steps re-evaluated per task")

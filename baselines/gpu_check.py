@@ -46,23 +46,31 @@ def check_device(pinned: str) -> str:
     versions = {"jax": jax.__version__, "jaxlib": jaxlib.__version__}
     wrong = {k: v for k, v in versions.items() if v != pinned}
     if wrong:
-        raise RuntimeError(f"{wrong} differ from the version pyproject.toml pins ({pinned}); "
-                           f"reinstall jax=={pinned} jaxlib=={pinned} in {sys.executable}")
+        raise RuntimeError(
+            f"{wrong} differ from the version pyproject.toml pins ({pinned}); "
+            f"reinstall jax=={pinned} jaxlib=={pinned} in {sys.executable}"
+        )
     plugins = installed_plugins()
     stale = {k: v for k, v in plugins.items() if v != pinned}
     if stale:
-        raise RuntimeError(f"CUDA plugin {stale} differs from jax {pinned}; "
-                           f"install jax[cuda12]=={pinned} (or jax[cuda13]=={pinned})")
+        raise RuntimeError(
+            f"CUDA plugin {stale} differs from jax {pinned}; install jax[cuda12]=={pinned} (or jax[cuda13]=={pinned})"
+        )
     devices = jax.devices()
     first = devices[0]
     if first.platform != "gpu":
-        hint = (f"{', '.join(plugins)} is installed: check that nvidia-smi lists the GPU and that the driver "
-                "is new enough for its CUDA version (CUDA 12: >= 525, CUDA 13: >= 580)" if plugins else
-                f"no CUDA plugin of JAX is installed in {sys.executable}: pip install \"jax[cuda12]=={pinned}\"")
+        hint = (
+            f"{', '.join(plugins)} is installed: check that nvidia-smi lists the GPU and that the driver "
+            "is new enough for its CUDA version (CUDA 12: >= 525, CUDA 13: >= 580)"
+            if plugins
+            else f'no CUDA plugin of JAX is installed in {sys.executable}: pip install "jax[cuda12]=={pinned}"'
+        )
         raise RuntimeError(f"JAX sees no GPU (devices: {devices}); {hint}")
     plugin_text = ", ".join(f"{k} {v}" for k, v in plugins.items()) or "no CUDA plugin"
-    return (f"{first.platform} ({first.device_kind}), {len(devices)} device(s); "
-            f"jax {versions['jax']}, jaxlib {versions['jaxlib']}, {plugin_text}")
+    return (
+        f"{first.platform} ({first.device_kind}), {len(devices)} device(s); "
+        f"jax {versions['jax']}, jaxlib {versions['jaxlib']}, {plugin_text}"
+    )
 
 
 def check_plan(env_id: str, config: Path, steps: int, evals: int, algos: List[str]) -> Dict[str, int]:
@@ -74,9 +82,11 @@ def check_plan(env_id: str, config: Path, steps: int, evals: int, algos: List[st
     planned = {algo: compare.planned_env_steps(algo, cfg, steps, evals) for algo in algos}
     off = {a: n for a, n in planned.items() if n != steps}
     if off:
-        raise ValueError(f"with {config}, --steps {steps:,} and --evals {evals} these learners would train for "
-                         f"other env steps: { {a: f'{n:,}' for a, n in off.items()} }; pick a budget that is a "
-                         "whole number of every learner's updates (see baselines.compare.planned_env_steps)")
+        raise ValueError(
+            f"with {config}, --steps {steps:,} and --evals {evals} these learners would train for "
+            f"other env steps: { {a: f'{n:,}' for a, n in off.items()} }; pick a budget that is a "
+            "whole number of every learner's updates (see baselines.compare.planned_env_steps)"
+        )
     return planned
 
 
@@ -95,8 +105,10 @@ def main(argv: Optional[List[str]] = None) -> None:
             if args.steps is None or args.evals is None:
                 parser.error("--config needs --steps and --evals")
             planned = check_plan(args.env, Path(args.config), args.steps, args.evals, args.algos)
-            print(f"plan: {args.env}, {args.config}, {args.evals} evaluations, env steps per learner: "
-                  + ", ".join(f"{a} {n:,}" for a, n in planned.items()))
+            print(
+                f"plan: {args.env}, {args.config}, {args.evals} evaluations, env steps per learner: "
+                + ", ".join(f"{a} {n:,}" for a, n in planned.items())
+            )
     except (RuntimeError, ValueError) as err:
         print(f"gpu_check: error: {err}", file=sys.stderr)
         sys.exit(1)

@@ -81,10 +81,31 @@ SCRIPTED = {"BoxPush-v0": "bcg_envs.envs.box_push.scripted", "PlanarHand-v0": "b
 ENVS = ("BoxPush-v0", "PlanarHand-v0", "G1Jump-v0")
 
 COLUMNS = (
-    "env", "contact_model", "level", "physics_dt", "estimator", "horizon", "starts", "nonfinite", "grad_dim",
-    "mean_grad_norm", "variance", "variance_lo", "variance_hi", "variance_ratio", "ratio_lo", "ratio_hi",
-    "cosine_to_reference", "rel_error_to_reference", "bundled_fraction", "num_samples", "sims_per_step",
-    "ms_per_rollout_gradient", "compile_s", "reference_samples", "starts_source",
+    "env",
+    "contact_model",
+    "level",
+    "physics_dt",
+    "estimator",
+    "horizon",
+    "starts",
+    "nonfinite",
+    "grad_dim",
+    "mean_grad_norm",
+    "variance",
+    "variance_lo",
+    "variance_hi",
+    "variance_ratio",
+    "ratio_lo",
+    "ratio_hi",
+    "cosine_to_reference",
+    "rel_error_to_reference",
+    "bundled_fraction",
+    "num_samples",
+    "sims_per_step",
+    "ms_per_rollout_gradient",
+    "compile_s",
+    "reference_samples",
+    "starts_source",
 )
 
 
@@ -114,7 +135,9 @@ class ContactModel:
 
 
 CONTACT_MODELS = {
-    "mujoco": ContactModel("mujoco", (0.05, 0.02, 0.008, 0.004, 0.002), "solref time constant (s), stiffer ->", True, 0.001),
+    "mujoco": ContactModel(
+        "mujoco", (0.05, 0.02, 0.008, 0.004, 0.002), "solref time constant (s), stiffer ->", True, 0.001
+    ),
     "penalty": ContactModel("penalty", (50.0, 100.0, 200.0, 300.0, 500.0), "kappa (1/m), stiffer ->", False, None),
 }
 #: One level per model for ``--quick``.
@@ -153,7 +176,9 @@ class Starts:
             return cls(z["qpos"], z["qvel"], info, z["actions"], str(z["source"]))
 
 
-def scripted_starts(env_id: str, n: int, steps: int, threshold: float, lead: int, max_seeds: Optional[int] = None) -> Starts:
+def scripted_starts(
+    env_id: str, n: int, steps: int, threshold: float, lead: int, max_seeds: Optional[int] = None
+) -> Starts:
     """``n`` starts ``lead`` control steps before the first step of a scripted episode
     (MuJoCo C, the task's default contact) whose largest contact force exceeds
     ``threshold`` (N), with the controller's next ``steps`` actions (zero after the
@@ -256,7 +281,9 @@ def reference_starts(env_id: str, n: int, steps: int, lead: int, seed: int = 0) 
     return Starts(np.stack(qpos), np.stack(qvel), task_info, actions, source)
 
 
-def find_starts(env_id: str, n: int, steps: int, out_dir: Path, threshold: Optional[float] = None, lead: int = 2) -> Starts:
+def find_starts(
+    env_id: str, n: int, steps: int, out_dir: Path, threshold: Optional[float] = None, lead: int = 2
+) -> Starts:
     """The sweep's starts, cached in ``out_dir`` so that a resumed sweep uses the same."""
     name = f"gradient_variance_starts_n{n}_T{steps}_lead{lead}"
     if env_id in SCRIPTED:
@@ -347,8 +374,11 @@ class ModelRunner:
             t1 = time.perf_counter()
             compiled = lowered.compile()
             t2 = time.perf_counter()
-            print(f"{self.model.name} {estimator}: traced in {t1 - t0:.1f} s, compiled in {t2 - t1:.1f} s "
-                  f"(one program for every level)", flush=True)
+            print(
+                f"{self.model.name} {estimator}: traced in {t1 - t0:.1f} s, compiled in {t2 - t1:.1f} s "
+                f"(one program for every level)",
+                flush=True,
+            )
             self._compiled[estimator] = (env, compiled, t2 - t0)
         return self._compiled[estimator]
 
@@ -356,8 +386,14 @@ class ModelRunner:
         s = self.starts
         seeds = np.arange(seed0, seed0 + len(s), dtype=np.int32)
         info = {k: np.asarray(v) for k, v in s.task_info.items()}
-        return (np.asarray(qpos, np.float32), np.asarray(qvel, np.float32), info, np.asarray(s.actions, np.float32),
-                seeds, np.float32(level))
+        return (
+            np.asarray(qpos, np.float32),
+            np.asarray(qvel, np.float32),
+            info,
+            np.asarray(s.actions, np.float32),
+            seeds,
+            np.float32(level),
+        )
 
     def _checked(self, estimator: str, level: float):
         """``_program(estimator)`` after checking ``level`` as the env's constructor would."""
@@ -372,8 +408,15 @@ class ModelRunner:
         grads, _, bundled = compiled(*self._args(self.starts.qpos, self.starts.qvel, level))
         grads = np.asarray(grads)
         seconds = (time.perf_counter() - t0) / len(self.starts)
-        return Block(grads, np.asarray(bundled), seconds, compile_s, env.stepper(estimator).num_samples,
-                     env.state_size, env.action_size)
+        return Block(
+            grads,
+            np.asarray(bundled),
+            seconds,
+            compile_s,
+            env.stepper(estimator).num_samples,
+            env.state_size,
+            env.action_size,
+        )
 
     def reference(self, level: float, samples: int, sigma: Tuple[float, float], seed: int = 1) -> np.ndarray:
         """Per start, the mean of exact gradients at ``level`` at ``samples`` copies of it
@@ -473,8 +516,9 @@ def _finite_rows(*arrays: Optional[np.ndarray]) -> np.ndarray:
     return ok
 
 
-def horizon_stats(g: np.ndarray, ref: np.ndarray, exact: Optional[np.ndarray], resamples: int,
-                  seed: int) -> Dict[str, float]:
+def horizon_stats(
+    g: np.ndarray, ref: np.ndarray, exact: Optional[np.ndarray], resamples: int, seed: int
+) -> Dict[str, float]:
     """Statistics of per-start gradients ``g`` (N, d) against the reference (N, d) and,
     where given, the exact gradients (N, d) of the same starts."""
     g = np.asarray(g, np.float64)
@@ -489,8 +533,9 @@ def horizon_stats(g: np.ndarray, ref: np.ndarray, exact: Optional[np.ndarray], r
         both = _finite_rows(g, exact)
         if np.sum(both) > 1:
             with np.errstate(divide="ignore", invalid="ignore"):
-                out["variance_ratio"] = float(np.float64(variance_across_seeds(g[both]))
-                                              / variance_across_seeds(exact[both]))
+                out["variance_ratio"] = float(
+                    np.float64(variance_across_seeds(g[both])) / variance_across_seeds(exact[both])
+                )
             out["ratio_lo"], out["ratio_hi"] = bootstrap_ratio(g[both], exact[both], resamples, seed)
     with_ref = _finite_rows(g, ref)
     if np.any(with_ref):
@@ -503,9 +548,20 @@ def horizon_stats(g: np.ndarray, ref: np.ndarray, exact: Optional[np.ndarray], r
     return out
 
 
-def block_rows(env_id: str, model: ContactModel, level: float, estimator: str, block: Block, reference: np.ndarray,
-               exact: Optional[np.ndarray], horizons: Sequence[int], source: str, reference_samples: int,
-               resamples: int = 1000, seed: int = 0) -> List[dict]:
+def block_rows(
+    env_id: str,
+    model: ContactModel,
+    level: float,
+    estimator: str,
+    block: Block,
+    reference: np.ndarray,
+    exact: Optional[np.ndarray],
+    horizons: Sequence[int],
+    source: str,
+    reference_samples: int,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> List[dict]:
     """CSV rows (one per horizon) of one block; ``reference``/``exact``: (N, K, T, nu)."""
     rows = []
     n = block.grads.shape[0]
@@ -513,14 +569,25 @@ def block_rows(env_id: str, model: ContactModel, level: float, estimator: str, b
         flat = lambda a: None if a is None else np.asarray(a[:, k, :h, :]).reshape(n, -1)  # noqa: E731
         stats = horizon_stats(flat(block.grads), flat(reference), flat(exact), resamples, seed)
         bundled = float(np.mean(block.bundled[:, :h]))
-        rows.append({
-            "env": env_id, "contact_model": model.name, "level": level_key(level), "physics_dt": model.physics_dt or "",
-            "estimator": estimator, "horizon": int(h), "starts": n, **stats, "bundled_fraction": bundled,
-            "num_samples": block.num_samples,
-            "sims_per_step": simulations_per_step(estimator, block.nx, block.nu, block.num_samples, bundled),
-            "ms_per_rollout_gradient": 1e3 * block.seconds_per_start, "compile_s": block.compile_seconds,
-            "reference_samples": reference_samples, "starts_source": source,
-        })
+        rows.append(
+            {
+                "env": env_id,
+                "contact_model": model.name,
+                "level": level_key(level),
+                "physics_dt": model.physics_dt or "",
+                "estimator": estimator,
+                "horizon": int(h),
+                "starts": n,
+                **stats,
+                "bundled_fraction": bundled,
+                "num_samples": block.num_samples,
+                "sims_per_step": simulations_per_step(estimator, block.nx, block.nu, block.num_samples, bundled),
+                "ms_per_rollout_gradient": 1e3 * block.seconds_per_start,
+                "compile_s": block.compile_seconds,
+                "reference_samples": reference_samples,
+                "starts_source": source,
+            }
+        )
     return rows
 
 
@@ -538,8 +605,9 @@ def read_rows(out_dir: Path) -> List[dict]:
     with path.open(newline="") as f:
         reader = csv.DictReader(f)
         if tuple(reader.fieldnames or ()) != COLUMNS:
-            raise ValueError(f"{path} has columns {reader.fieldnames}, not this sweep's; "
-                             "move it aside or pick another --out")
+            raise ValueError(
+                f"{path} has columns {reader.fieldnames}, not this sweep's; move it aside or pick another --out"
+            )
         return list(reader)
 
 
@@ -564,9 +632,18 @@ def _data_path(out_dir: Path, model: ContactModel, level: float, what: str, n: i
 RunnerFactory = Callable[[str, ContactModel, Starts, Sequence[int]], ModelRunner]
 
 
-def sweep(env_id: str, models: Sequence[ContactModel], estimators: Sequence[str], starts: Starts, horizons: Sequence[int],
-          out_dir: Path, *, reference_samples: int = 16, resamples: int = 1000,
-          runner: RunnerFactory = ModelRunner) -> List[dict]:
+def sweep(
+    env_id: str,
+    models: Sequence[ContactModel],
+    estimators: Sequence[str],
+    starts: Starts,
+    horizons: Sequence[int],
+    out_dir: Path,
+    *,
+    reference_samples: int = 16,
+    resamples: int = 1000,
+    runner: RunnerFactory = ModelRunner,
+) -> List[dict]:
     """Measure every missing (contact model, level, estimator) block, appending each to
     the CSV as it completes; returns the new rows. ``exact`` runs first at each level (the
     variance ratios need it); ``runner`` builds a contact model's gradient source, whose
@@ -583,8 +660,9 @@ def sweep(env_id: str, models: Sequence[ContactModel], estimators: Sequence[str]
                 print(f"{model.name} level={level:g}: done, skipped", flush=True)
                 continue
             source = source or runner(env_id, model, starts, horizons)
-            new_rows += _run_level(source, env_id, model, level, todo, starts, horizons, out_dir,
-                                   reference_samples, resamples)
+            new_rows += _run_level(
+                source, env_id, model, level, todo, starts, horizons, out_dir, reference_samples, resamples
+            )
         if source is not None:
             held = _memory_maps()
             del source
@@ -593,9 +671,18 @@ def sweep(env_id: str, models: Sequence[ContactModel], estimators: Sequence[str]
     return new_rows
 
 
-def _run_level(source: ModelRunner, env_id: str, model: ContactModel, level: float, estimators: Sequence[str],
-               starts: Starts, horizons: Sequence[int], out_dir: Path, reference_samples: int,
-               resamples: int) -> List[dict]:
+def _run_level(
+    source: ModelRunner,
+    env_id: str,
+    model: ContactModel,
+    level: float,
+    estimators: Sequence[str],
+    starts: Starts,
+    horizons: Sequence[int],
+    out_dir: Path,
+    reference_samples: int,
+    resamples: int,
+) -> List[dict]:
     """Measure and append one level's blocks; the reference follows the first block, so
     that the first level's blocks are timed on their programs' first run."""
     import bcg_envs
@@ -611,7 +698,9 @@ def _run_level(source: ModelRunner, env_id: str, model: ContactModel, level: flo
             ref = _cached(path, lambda: source.reference(level, reference_samples, sigma))
         np.savez(_data_path(out_dir, model, level, est, len(starts)), grads=block.grads, bundled=block.bundled)
         exact = _load_grads(_data_path(out_dir, model, level, "exact", len(starts)))
-        new = block_rows(env_id, model, level, est, block, ref, exact, horizons, starts.source, reference_samples, resamples)
+        new = block_rows(
+            env_id, model, level, est, block, ref, exact, horizons, starts.source, reference_samples, resamples
+        )
         append_rows(new, out_dir)
         _print_block(new, seconds)
         rows += new
@@ -639,12 +728,18 @@ def _load_grads(path: Path) -> Optional[np.ndarray]:
 
 def _print_block(rows: List[dict], seconds: float) -> None:
     r0 = rows[0]
-    print(f"{r0['contact_model']} level={r0['level']} {r0['estimator']}: {seconds:.1f} s "
-          f"(compile {r0['compile_s']:.1f} s, {r0['ms_per_rollout_gradient']:.1f} ms per start)", flush=True)
+    print(
+        f"{r0['contact_model']} level={r0['level']} {r0['estimator']}: {seconds:.1f} s "
+        f"(compile {r0['compile_s']:.1f} s, {r0['ms_per_rollout_gradient']:.1f} ms per start)",
+        flush=True,
+    )
     for r in rows:
-        print(f"  H={r['horizon']:3d} var={r['variance']:.3g} [{r['variance_lo']:.3g}, {r['variance_hi']:.3g}] "
-              f"ratio={r['variance_ratio']:.3g} cos={r['cosine_to_reference']:.3f} relerr={r['rel_error_to_reference']:.3g} "
-              f"bundled={r['bundled_fraction']:.2f} nonfinite={r['nonfinite']}", flush=True)
+        print(
+            f"  H={r['horizon']:3d} var={r['variance']:.3g} [{r['variance_lo']:.3g}, {r['variance_hi']:.3g}] "
+            f"ratio={r['variance_ratio']:.3g} cos={r['cosine_to_reference']:.3f} relerr={r['rel_error_to_reference']:.3g} "
+            f"bundled={r['bundled_fraction']:.2f} nonfinite={r['nonfinite']}",
+            flush=True,
+        )
 
 
 def _memory_maps() -> Optional[int]:
@@ -680,7 +775,9 @@ def _float(value) -> float:
 
 def _series(rows: List[dict], model: str, horizon: int, estimator: str, keys: Sequence[str]) -> Dict[str, np.ndarray]:
     """Per level (sorted), the values of ``keys`` of one (model, horizon, estimator) line."""
-    sel = [r for r in rows if r["contact_model"] == model and int(r["horizon"]) == horizon and r["estimator"] == estimator]
+    sel = [
+        r for r in rows if r["contact_model"] == model and int(r["horizon"]) == horizon and r["estimator"] == estimator
+    ]
     sel.sort(key=lambda r: float(r["level"]))
     out = {"level": np.array([float(r["level"]) for r in sel])}
     out.update({k: np.array([_float(r[k]) for r in sel]) for k in keys})
@@ -695,8 +792,9 @@ def _grid(rows: List[dict]):
 
 
 def _axes(plt, models, horizons, title: str):
-    fig, axes = plt.subplots(len(models), len(horizons), figsize=(3.2 * len(horizons), 2.8 * len(models)),
-                             squeeze=False, sharey="row")
+    fig, axes = plt.subplots(
+        len(models), len(horizons), figsize=(3.2 * len(horizons), 2.8 * len(models)), squeeze=False, sharey="row"
+    )
     fig.suptitle(title)
     for i, m in enumerate(models):
         for j, h in enumerate(horizons):
@@ -719,7 +817,9 @@ def tick_labels(ticks: Sequence[float], spacing: float = 1.8) -> List[str]:
     return labels
 
 
-def _finish(fig, axes, rows: List[dict], models: Sequence[str], ylim: Callable[[float, float], Tuple[float, float]]) -> None:
+def _finish(
+    fig, axes, rows: List[dict], models: Sequence[str], ylim: Callable[[float, float], Tuple[float, float]]
+) -> None:
     """x limits around each model's levels (stiffer to the right), y limits ``ylim(lo, hi)``."""
     for i, m in enumerate(models):
         levels = [float(r["level"]) for r in rows if r["contact_model"] == m]
@@ -737,7 +837,9 @@ def _band(ax, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, ok: np.ndarray, col
     """Shade the interval [lo, hi] over the levels ``x`` (an error bar where one level)."""
     ok = ok & np.isfinite(lo) & np.isfinite(hi) & (lo > 0)
     if np.sum(ok) == 1:
-        ax.errorbar(x[ok], (lo[ok] + hi[ok]) / 2, yerr=(hi[ok] - lo[ok]) / 2, color=color, alpha=0.4, capsize=3, ls="none")
+        ax.errorbar(
+            x[ok], (lo[ok] + hi[ok]) / 2, yerr=(hi[ok] - lo[ok]) / 2, color=color, alpha=0.4, capsize=3, ls="none"
+        )
     elif np.any(ok):
         ax.fill_between(x[ok], lo[ok], hi[ok], color=color, alpha=0.2)
 
@@ -767,10 +869,17 @@ def plot_ratio(rows: List[dict], path: Path) -> None:
                 _band(ax, s["level"], s["ratio_lo"], np.minimum(s["ratio_hi"], RATIO_EXPLODED), ok, COLORS[e])
                 if np.any(bad):
                     exploded_any = True
-                    ax.plot(s["level"][bad], np.full(np.sum(bad), RATIO_EXPLODED), marker="^", ls="none", ms=7,
-                            color=COLORS[e], clip_on=False, label=None if np.any(ok) else e)
-    _finish(fig, axes, rows, models,
-            lambda lo, hi: (min(lo, 0.3), RATIO_EXPLODED if exploded_any else max(hi, 3.0)))
+                    ax.plot(
+                        s["level"][bad],
+                        np.full(np.sum(bad), RATIO_EXPLODED),
+                        marker="^",
+                        ls="none",
+                        ms=7,
+                        color=COLORS[e],
+                        clip_on=False,
+                        label=None if np.any(ok) else e,
+                    )
+    _finish(fig, axes, rows, models, lambda lo, hi: (min(lo, 0.3), RATIO_EXPLODED if exploded_any else max(hi, 3.0)))
     if exploded_any:
         fig.text(0.01, 0.005, f"triangles: ratio > {RATIO_EXPLODED:.0e} or non-finite, clipped to the top", fontsize=8)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
@@ -808,12 +917,24 @@ def plot_raw(rows: List[dict], path: Path) -> None:
                 _band(ax, s["level"], s["variance_lo"], np.minimum(s["variance_hi"], ceiling), ok, COLORS[e])
                 if np.any(bad):
                     exploded_any = True
-                    ax.plot(s["level"][bad], np.full(np.sum(bad), ceiling), marker="^", ls="none", ms=7,
-                            color=COLORS[e], clip_on=False)
+                    ax.plot(
+                        s["level"][bad],
+                        np.full(np.sum(bad), ceiling),
+                        marker="^",
+                        ls="none",
+                        ms=7,
+                        color=COLORS[e],
+                        clip_on=False,
+                    )
     _finish(fig, axes, rows, models, lambda lo, hi: (lo, ceiling if exploded_any else hi))
     if exploded_any:
-        fig.text(0.01, 0.005, f"triangles: variance > {ceiling:.0e} ({EXPLODED_OVER_EXACT:g}x exact's largest) or non-finite, "
-                 "clipped to the top", fontsize=8)
+        fig.text(
+            0.01,
+            0.005,
+            f"triangles: variance > {ceiling:.0e} ({EXPLODED_OVER_EXACT:g}x exact's largest) or non-finite, "
+            "clipped to the top",
+            fontsize=8,
+        )
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -833,8 +954,9 @@ def write_figures(out_dir: Path) -> None:
 # ======================================================================================
 # Command line
 # ======================================================================================
-def select_models(which: str, levels: Optional[Sequence[str]], physics_dt: Optional[float],
-                  quick: bool) -> List[ContactModel]:
+def select_models(
+    which: str, levels: Optional[Sequence[str]], physics_dt: Optional[float], quick: bool
+) -> List[ContactModel]:
     """Contact models of ``--contact-model`` with ``--levels`` (``1e-3``: every selected
     model; ``mujoco=0.004``: one model) and ``--physics-dt`` (MuJoCo; 0: the task's)."""
     names = list(CONTACT_MODELS) if which == "both" else [which]
@@ -843,7 +965,7 @@ def select_models(which: str, levels: Optional[Sequence[str]], physics_dt: Optio
         override: Dict[str, List[float]] = {}
         for token in levels:
             name, _, value = token.rpartition("=")
-            for n in ([name] if name else names):
+            for n in [name] if name else names:
                 if n not in names:
                     raise ValueError(f"--levels {token!r}: contact model {n!r} is not selected")
                 override.setdefault(n, []).append(float(value))
@@ -863,19 +985,33 @@ def main(argv: Optional[List[str]] = None) -> List[dict]:
     parser.add_argument("--env", default="BoxPush-v0", choices=ENVS)
     parser.add_argument("--contact-model", default="both", choices=["mujoco", "penalty", "both"])
     parser.add_argument("--levels", nargs="+", default=None, help="override: 0.004 0.002 or mujoco=0.004 penalty=300")
-    parser.add_argument("--physics-dt", type=float, default=None,
-                        help="MuJoCo model's physics timestep (s; default 0.001, 0: the task's)")
-    parser.add_argument("--estimators", nargs="+", default=None, choices=ESTIMATORS,
-                        help="default: all (exact bcg with --quick)")
+    parser.add_argument(
+        "--physics-dt",
+        type=float,
+        default=None,
+        help="MuJoCo model's physics timestep (s; default 0.001, 0: the task's)",
+    )
+    parser.add_argument(
+        "--estimators", nargs="+", default=None, choices=ESTIMATORS, help="default: all (exact bcg with --quick)"
+    )
     parser.add_argument("--horizons", nargs="+", type=int, default=list(HORIZONS))
     parser.add_argument("--starts", type=int, default=None, help="start states (default 64; 16 on G1Jump-v0)")
-    parser.add_argument("--reference-samples", type=int, default=16,
-                        help="jittered exact gradients per start in the reference (each sample costs one exact block)")
+    parser.add_argument(
+        "--reference-samples",
+        type=int,
+        default=16,
+        help="jittered exact gradients per start in the reference (each sample costs one exact block)",
+    )
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
-    parser.add_argument("--contact-threshold", type=float, default=None, help="N; the contact event of a scripted episode")
+    parser.add_argument(
+        "--contact-threshold", type=float, default=None, help="N; the contact event of a scripted episode"
+    )
     parser.add_argument("--lead-steps", type=int, default=2, help="control steps between a start and its contact event")
-    parser.add_argument("--quick", action="store_true",
-                        help="1 level per model, 4 starts, horizons 1 4, exact and bcg, 2 reference samples")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="1 level per model, 4 starts, horizons 1 4, exact and bcg, 2 reference samples",
+    )
     parser.add_argument("--out", default=None)
     args = parser.parse_args(argv)
     if args.quick:
@@ -887,10 +1023,21 @@ def main(argv: Optional[List[str]] = None) -> List[dict]:
     models = select_models(args.contact_model, args.levels, args.physics_dt, args.quick)
     read_rows(out_dir)  # fail early on a CSV of another format
     starts = find_starts(args.env, n, max(horizons), out_dir, args.contact_threshold, args.lead_steps)
-    print(f"{args.env}: {len(starts)} starts ({starts.source}); horizons {horizons}; "
-          + "; ".join(f"{m.name} levels {list(m.levels)} physics_dt {m.physics_dt or 'task'}" for m in models), flush=True)
-    rows = sweep(args.env, models, args.estimators or list(ESTIMATORS), starts, horizons, out_dir,
-                 reference_samples=args.reference_samples, resamples=args.resamples)
+    print(
+        f"{args.env}: {len(starts)} starts ({starts.source}); horizons {horizons}; "
+        + "; ".join(f"{m.name} levels {list(m.levels)} physics_dt {m.physics_dt or 'task'}" for m in models),
+        flush=True,
+    )
+    rows = sweep(
+        args.env,
+        models,
+        args.estimators or list(ESTIMATORS),
+        starts,
+        horizons,
+        out_dir,
+        reference_samples=args.reference_samples,
+        resamples=args.resamples,
+    )
     write_figures(out_dir)
     return rows
 

@@ -64,8 +64,16 @@ def score(rows: List[compare.Row]) -> Tuple[float, float]:
     return rows[-1]["eval_success"], float(np.mean([r["eval_return"] for r in tail]))
 
 
-def tune(env_id: str, algos: List[str], steps: int, seed: int, out_dir: Path, evals: int = 5,
-         grids_path: Path = GRIDS, config_path: Optional[Path] = None) -> str:
+def tune(
+    env_id: str,
+    algos: List[str],
+    steps: int,
+    seed: int,
+    out_dir: Path,
+    evals: int = 5,
+    grids_path: Path = GRIDS,
+    config_path: Optional[Path] = None,
+) -> str:
     """Run every setting of every algorithm's grid (skipping finished ones) and write
     ``tuning.md``; returns its text. The settings override ``config_path`` (default: the
     task's ``baselines/configs/<env>.json``)."""
@@ -89,8 +97,9 @@ def tune(env_id: str, algos: List[str], steps: int, seed: int, out_dir: Path, ev
             continue
         print(f"[{env_id}] tune {algo} {setting_name(setting)} seed {seed}: {steps:,} env steps", flush=True)
         checkpoints = out_dir / "checkpoints" / algo / f"{setting_name(setting)}_seed{seed}"
-        compare.RUNNERS[algo](env_id, steps, seed, cfg, evals,
-                             compare.Recorder(env_id, path, compare.env_kwargs_of(cfg)), checkpoints)
+        compare.RUNNERS[algo](
+            env_id, steps, seed, cfg, evals, compare.Recorder(env_id, path, compare.env_kwargs_of(cfg)), checkpoints
+        )
     table = tuning_table(out_dir, plans, seed)
     (out_dir / "tuning.md").write_text(table + "\n")
     print(table)
@@ -98,8 +107,10 @@ def tune(env_id: str, algos: List[str], steps: int, seed: int, out_dir: Path, ev
 
 
 def tuning_table(out_dir: Path, plans, seed: int) -> str:
-    lines = ["| algorithm | setting | final success [95% CI] | return (last 2 evals) | env steps | best |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| algorithm | setting | final success [95% CI] | return (last 2 evals) | env steps | best |",
+        "|---|---|---|---|---|---|",
+    ]
     by_algo: Dict[str, list] = {}
     for algo, setting, _ in plans:
         rows = compare.read_rows(out_dir / algo / f"{setting_name(setting)}_seed{seed}.csv")
@@ -113,8 +124,10 @@ def tuning_table(out_dir: Path, plans, seed: int) -> str:
             k = int(round(success * n))
             low, high = wilson_interval(k, n)
             success_text = format_success({"success_rate": k / n, "success_low": low, "success_high": high})
-            lines.append(f"| {algo} | {setting_name(setting)} | {success_text} | {ret:.1f} "
-                         f"| {rows[-1]['env_steps']:,.0f} | {'yes' if i == best else ''} |")
+            lines.append(
+                f"| {algo} | {setting_name(setting)} | {success_text} | {ret:.1f} "
+                f"| {rows[-1]['env_steps']:,.0f} | {'yes' if i == best else ''} |"
+            )
     return "\n".join(lines)
 
 
@@ -122,24 +135,41 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env", default="BoxPush-v0")
     parser.add_argument("--algos", nargs="+", default=list(compare.ALGORITHMS), choices=list(compare.ALGORITHMS))
-    parser.add_argument("--steps", type=int, default=None, help="env steps per setting (default: the grid file's "
-                        "declared budget, else 200,000)")
+    parser.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help="env steps per setting (default: the grid file's declared budget, else 200,000)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--evals", type=int, default=None, help="evaluations per run (default: declared, else 5)")
     parser.add_argument("--out", default=None)
-    parser.add_argument("--grids", default=str(GRIDS), help="JSON of the grids (default: baselines/configs/tuning/grids.json)")
-    parser.add_argument("--config", default=None, help="JSON the settings override (default: baselines/configs/<env>.json)")
+    parser.add_argument(
+        "--grids", default=str(GRIDS), help="JSON of the grids (default: baselines/configs/tuning/grids.json)"
+    )
+    parser.add_argument(
+        "--config", default=None, help="JSON the settings override (default: baselines/configs/<env>.json)"
+    )
     args = parser.parse_args(argv)
     declared = declared_budget(Path(args.grids), args.env)
     for key, default in (("steps", 200_000), ("evals", 5), ("config", None)):
         asked = getattr(args, key)
         if key in declared and asked is not None and asked != declared[key]:
-            parser.error(f"--{key} {asked} differs from the budget {args.grids} declares for {args.env}: "
-                         f"{declared[key]}")
+            parser.error(
+                f"--{key} {asked} differs from the budget {args.grids} declares for {args.env}: {declared[key]}"
+            )
         setattr(args, key, asked if asked is not None else declared.get(key, default))
     out = Path(args.out or f"baselines/results/{args.env}/tuning")
-    tune(args.env, args.algos, args.steps, args.seed, out, args.evals, Path(args.grids),
-         Path(args.config) if args.config else None)
+    tune(
+        args.env,
+        args.algos,
+        args.steps,
+        args.seed,
+        out,
+        args.evals,
+        Path(args.grids),
+        Path(args.config) if args.config else None,
+    )
 
 
 def declared_budget(grids_path: Path, env_id: str) -> Dict[str, object]:

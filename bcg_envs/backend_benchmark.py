@@ -43,7 +43,9 @@ def _transition_fd(shared: TaskModel, d0: mujoco.MjData, ctrl: np.ndarray, eps: 
     return A, B @ shared.action_map.M
 
 
-def benchmark(env_name: str = "BoxPush-v0", steps: int = 200, num_envs: int = 16, mjx_grad: bool = False) -> Dict[str, float]:
+def benchmark(
+    env_name: str = "BoxPush-v0", steps: int = 200, num_envs: int = 16, mjx_grad: bool = False
+) -> Dict[str, float]:
     """Print (and return) the costs behind ``backend="mujoco"``, measured in one run.
 
     * Gym single-env ``step`` latency: ``backend="mujoco"`` vs Gymnasium's ``Pusher-v5``
@@ -68,6 +70,7 @@ def benchmark(env_name: str = "BoxPush-v0", steps: int = 200, num_envs: int = 16
             _, _, term, trunc, _ = e.step(actions[k[0]])
             if term or trunc:
                 e.reset()
+
         return f
 
     out["mujoco_step_us"] = 1e6 * _timeit(stepper(env), n)
@@ -91,20 +94,25 @@ def benchmark(env_name: str = "BoxPush-v0", steps: int = 200, num_envs: int = 16
     print(f"single-env step latency ({env_name}, best of 5 x {n} steps):")
     print(f"  backend='mujoco' {out['mujoco_step_us']:8.1f} us")
     if "pusher_v5_step_us" in out:
-        print(f"  Pusher-v5        {out['pusher_v5_step_us']:8.1f} us   mujoco / Pusher-v5 = "
-              f"{out['mujoco_step_us'] / out['pusher_v5_step_us']:.2f}")
-    print(f"  backend='mjx'    {out['mjx_step_us']:8.1f} us   mjx / mujoco = {out['mjx_step_us'] / out['mujoco_step_us']:.1f}")
+        print(
+            f"  Pusher-v5        {out['pusher_v5_step_us']:8.1f} us   mujoco / Pusher-v5 = "
+            f"{out['mujoco_step_us'] / out['pusher_v5_step_us']:.2f}"
+        )
+    print(
+        f"  backend='mjx'    {out['mjx_step_us']:8.1f} us   mjx / mujoco = {out['mjx_step_us'] / out['mujoco_step_us']:.1f}"
+    )
 
     # Task-function inputs: put_data vs packed leaves (+ the one jit dispatch).
     core, program = env.simulation.core, env.simulation.task.program
     d = core.d
     out["put_data_us"] = 1e6 * _timeit(lambda: mjx.put_data(env.model, d), max(n // 10, 3))
-    out["read_pack_us"] = 1e6 * _timeit(
-        lambda: program.pack(core.leaves, actions[0], program.read(d), core.info), n)
+    out["read_pack_us"] = 1e6 * _timeit(lambda: program.pack(core.leaves, actions[0], program.read(d), core.info), n)
     fv, iv = program.pack(core.leaves, actions[0], core.leaves, core.info)
     out["program_call_us"] = 1e6 * _timeit(lambda: program(fv, iv), n)
-    print(f"task inputs: mjx.put_data {out['put_data_us']:.0f} us/step; packed leaves {out['read_pack_us']:.1f} us "
-          f"+ jitted task call {out['program_call_us']:.1f} us")
+    print(
+        f"task inputs: mjx.put_data {out['put_data_us']:.0f} us/step; packed leaves {out['read_pack_us']:.1f} us "
+        f"+ jitted task call {out['program_call_us']:.1f} us"
+    )
 
     # grad_step: FD schemes at a smooth contact state (BoxPush: the pusher pressing the -x
     # face of a box that slides and spins, so no contact or friction regime switches within
@@ -132,9 +140,11 @@ def benchmark(env_name: str = "BoxPush-v0", steps: int = 200, num_envs: int = 16
     out["fd_transitionFD_ms"] = 1e3 * _timeit(lambda: _transition_fd(s, d0, s.action_map(a)), reps)
     rel = lambda x, y: float(np.linalg.norm(x - y) / max(np.linalg.norm(y), 1e-12))
     out["fd_schemes_rel_diff"] = max(rel(A2, A1), rel(B2, B1))
-    print(f"exact Jacobians (nx={s.nx}, nu={s.nu}, {s.n_substeps} substeps, rollout threads={s.nthread}): "
-          f"whole-step central FD via Rollout {out['fd_whole_step_ms']:.2f} ms, "
-          f"mjd_transitionFD per substep {out['fd_transitionFD_ms']:.2f} ms; they agree to {out['fd_schemes_rel_diff']:.1e}")
+    print(
+        f"exact Jacobians (nx={s.nx}, nu={s.nu}, {s.n_substeps} substeps, rollout threads={s.nthread}): "
+        f"whole-step central FD via Rollout {out['fd_whole_step_ms']:.2f} ms, "
+        f"mjd_transitionFD per substep {out['fd_transitionFD_ms']:.2f} ms; they agree to {out['fd_schemes_rel_diff']:.1e}"
+    )
     qpos, qvel, _ = env.get_state()
 
     def grad():
@@ -156,8 +166,10 @@ def benchmark(env_name: str = "BoxPush-v0", steps: int = 200, num_envs: int = 16
     va = rng.uniform(-1, 1, (num_envs,) + env.action_space.shape).astype(np.float32)
     out["mujoco_vec_step_ms"] = 1e3 * _timeit(lambda: vec.step(va), max(n // 4, 3))
     out["mjx_vec_step_ms"] = 1e3 * _timeit(lambda: mvec.step(va), max(n // 4, 3))
-    print(f"vector step, {num_envs} envs: backend='mujoco' {out['mujoco_vec_step_ms']:.2f} ms, "
-          f"backend='mjx' {out['mjx_vec_step_ms']:.2f} ms, ratio {out['mjx_vec_step_ms'] / out['mujoco_vec_step_ms']:.1f}")
+    print(
+        f"vector step, {num_envs} envs: backend='mujoco' {out['mujoco_vec_step_ms']:.2f} ms, "
+        f"backend='mjx' {out['mjx_vec_step_ms']:.2f} ms, ratio {out['mjx_vec_step_ms'] / out['mujoco_vec_step_ms']:.1f}"
+    )
     vec.close()
     env.close()
     return out

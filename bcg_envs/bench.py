@@ -76,7 +76,9 @@ def run(
     compiles = {"compile gym step": _seconds(lambda: env.step(action))}
     results["gym step"] = _median_seconds(lambda: env.step(action), repeats)
     for estimator in estimators:
-        compiles[f"compile grad_step {estimator}"] = _seconds(lambda: env.unwrapped.grad_step(action, estimator=estimator))
+        compiles[f"compile grad_step {estimator}"] = _seconds(
+            lambda: env.unwrapped.grad_step(action, estimator=estimator)
+        )
         results[f"grad_step {estimator}"] = _median_seconds(
             lambda: env.unwrapped.grad_step(action, estimator=estimator), repeats
         )
@@ -99,7 +101,9 @@ def run(
         return jax.lax.scan(body, d, ctrl)[0].qpos
 
     data = states.data
-    compiles[f"compile {num_envs}-env x {steps}-step rollout"] = _seconds(lambda: jax.block_until_ready(env_rollout(states)))
+    compiles[f"compile {num_envs}-env x {steps}-step rollout"] = _seconds(
+        lambda: jax.block_until_ready(env_rollout(states))
+    )
     jax.block_until_ready(raw_rollout(data))
     t_env = _median_seconds(lambda: jax.block_until_ready(env_rollout(states)), 3)
     t_raw = _median_seconds(lambda: jax.block_until_ready(raw_rollout(data)), 3)
@@ -155,6 +159,7 @@ def rollout_gradients(
 
             def ret(acts, state, stepper=stepper):
                 """(return, fraction of steps bundled): the fraction rides along as aux."""
+
                 def body(s, a):
                     s = env.step_with(stepper, s, a)
                     return s, (s.reward, s.info["bundled"])
@@ -171,8 +176,10 @@ def rollout_gradients(
             compile_s = time.perf_counter() - t0
             # Interleaved, so that both medians see the same load on a shared machine.
             times = [
-                (_seconds(lambda: jax.block_until_ready(grad(actions, states))),
-                 _seconds(lambda: jax.block_until_ready(forward(actions, states))))
+                (
+                    _seconds(lambda: jax.block_until_ready(grad(actions, states))),
+                    _seconds(lambda: jax.block_until_ready(forward(actions, states))),
+                )
                 for _ in range(repeats)
             ]
             grad_s, fwd_s = (float(np.median(t)) for t in zip(*times))
@@ -214,13 +221,18 @@ def report_rollout_gradients(rows: List[Dict[str, float]], env_id: str, num_envs
     if exact and quiet:
         lines += ["", f"bcg / exact with nothing triggering (vjp): {quiet['grad_ms'] / exact['grad_ms']:.2f}x"]
     if exact and busy:
-        lines += [f"bcg / exact with every contact step bundled (vjp, {100 * busy['bundled']:.0f} % of steps): "
-                  f"{busy['grad_ms'] / exact['grad_ms']:.2f}x"]
+        lines += [
+            f"bcg / exact with every contact step bundled (vjp, {100 * busy['bundled']:.0f} % of steps): "
+            f"{busy['grad_ms'] / exact['grad_ms']:.2f}x"
+        ]
     return "\n".join(lines)
 
 
 def shac_iterations(
-    env_id: str = "BoxPush-v0", num_envs: int = 16, horizon: int = 32, estimators: Sequence[str] = ("exact", "bcg"),
+    env_id: str = "BoxPush-v0",
+    num_envs: int = 16,
+    horizon: int = 32,
+    estimators: Sequence[str] = ("exact", "bcg"),
     iterations: int = 4,
 ) -> List[Dict[str, float]]:
     """Cost of one SHAC iteration (rollout, actor gradient, critic updates) against the
@@ -244,8 +256,15 @@ def shac_iterations(
     for estimator in estimators:
         env = bcg_envs.make_jax(env_id, estimator=estimator)
         with tempfile.TemporaryDirectory() as log_dir:
-            shac.train(env, num_envs=num_envs, horizon=horizon, num_timesteps=iterations * num_envs * horizon,
-                       num_evals=0, progress_bar=False, log_dir=log_dir)
+            shac.train(
+                env,
+                num_envs=num_envs,
+                horizon=horizon,
+                num_timesteps=iterations * num_envs * horizon,
+                num_evals=0,
+                progress_bar=False,
+                log_dir=log_dir,
+            )
             with (Path(log_dir) / "progress.csv").open() as f:
                 wall = np.array([float(r["walltime"]) for r in csv.DictReader(f)])
         per_iter = np.diff(np.concatenate([[0.0], wall]))
@@ -256,21 +275,33 @@ def shac_iterations(
         rollout = _vmapped_rollout(env, actions)
         jax.block_until_ready(rollout(states))
         forward_s = _median_seconds(lambda: jax.block_until_ready(rollout(states)), 5)
-        rows.append({"estimator": estimator, "compile_s": float(per_iter[0] - iteration_s),
-                     "iteration_ms": 1e3 * iteration_s, "forward_ms": 1e3 * forward_s,
-                     "ratio": iteration_s / forward_s, "peak_rss_gb": peak_rss_gb()})
+        rows.append(
+            {
+                "estimator": estimator,
+                "compile_s": float(per_iter[0] - iteration_s),
+                "iteration_ms": 1e3 * iteration_s,
+                "forward_ms": 1e3 * forward_s,
+                "ratio": iteration_s / forward_s,
+                "peak_rss_gb": peak_rss_gb(),
+            }
+        )
         jax.clear_caches()
     return rows
 
 
 def report_shac_iterations(rows: List[Dict[str, float]], env_id: str, num_envs: int, horizon: int) -> str:
     """Markdown table of ``shac_iterations`` rows."""
-    lines = [f"SHAC iteration, {env_id}, {num_envs} envs x {horizon} steps (paper-size networks):", "",
-             "| estimator | compile (s) | iteration (ms) | forward rollout (ms) | iteration / forward | peak RSS (GB) |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        f"SHAC iteration, {env_id}, {num_envs} envs x {horizon} steps (paper-size networks):",
+        "",
+        "| estimator | compile (s) | iteration (ms) | forward rollout (ms) | iteration / forward | peak RSS (GB) |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['estimator']} | {r['compile_s']:.1f} | {r['iteration_ms']:.1f} | {r['forward_ms']:.1f} "
-                     f"| {r['ratio']:.1f}x | {r['peak_rss_gb']:.1f} |")
+        lines.append(
+            f"| {r['estimator']} | {r['compile_s']:.1f} | {r['iteration_ms']:.1f} | {r['forward_ms']:.1f} "
+            f"| {r['ratio']:.1f}x | {r['peak_rss_gb']:.1f} |"
+        )
     return "\n".join(lines)
 
 
@@ -325,8 +356,9 @@ print(json.dumps({
 """
 
 
-def cpu_threads(env_id: str = "BoxPush-v0", num_envs: int = 64, repeats: int = 20, rounds: int = 2,
-                timeout: float = 1800.0) -> Dict[str, Dict[str, List[float]]]:
+def cpu_threads(
+    env_id: str = "BoxPush-v0", num_envs: int = 64, repeats: int = 20, rounds: int = 2, timeout: float = 1800.0
+) -> Dict[str, Dict[str, List[float]]]:
     """Env-steps/s of the Gymnasium envs (MJX backend) under ``BCG_ENVS_CPU_THREADS=1``
     (one intra-op thread, the default) and ``auto`` (XLA's pool), each in fresh processes,
     the two settings alternating for ``rounds`` rounds. Returns ``{setting: {measure:
@@ -342,8 +374,14 @@ def cpu_threads(env_id: str = "BoxPush-v0", num_envs: int = 64, repeats: int = 2
         for setting in ("1", "auto"):
             env = dict(os.environ, BCG_ENVS_CPU_THREADS=setting)
             try:
-                done = subprocess.run([sys.executable, "-c", _THREAD_PROBE, env_id, str(num_envs), str(repeats)],
-                                      capture_output=True, text=True, env=env, timeout=timeout, check=True)
+                done = subprocess.run(
+                    [sys.executable, "-c", _THREAD_PROBE, env_id, str(num_envs), str(repeats)],
+                    capture_output=True,
+                    text=True,
+                    env=env,
+                    timeout=timeout,
+                    check=True,
+                )
             except subprocess.TimeoutExpired:
                 out.setdefault(f"{setting} hung", {})
                 continue
@@ -355,9 +393,13 @@ def cpu_threads(env_id: str = "BoxPush-v0", num_envs: int = 64, repeats: int = 2
 def report_cpu_threads(results: Dict[str, Dict[str, List[float]]], env_id: str) -> str:
     """Markdown table: median env-steps/s per setting and their ratio (one intra-op thread
     over XLA's pool; above 1 means the default is faster)."""
-    lines = [f"{env_id}, MJX backend: env-steps/s (median of {len(next(iter(results['1'].values()), []))} "
-             "fresh processes per setting, alternating)", "",
-             "| measure | one thread (default) | XLA pool (`auto`) | default / auto |", "|---|---|---|---|"]
+    lines = [
+        f"{env_id}, MJX backend: env-steps/s (median of {len(next(iter(results['1'].values()), []))} "
+        "fresh processes per setting, alternating)",
+        "",
+        "| measure | one thread (default) | XLA pool (`auto`) | default / auto |",
+        "|---|---|---|---|",
+    ]
     for key, ones in results["1"].items():
         autos = results["auto"].get(key, [])
         one, auto = float(np.median(ones)), float(np.median(autos)) if autos else float("nan")
@@ -403,7 +445,7 @@ def backend_latency(env_id: str = "BoxPush-v0", steps: int = 200, rounds: int = 
             block(env)  # warm-up: compiles (mjx), caches
         names = list(envs)
         for r in range(rounds):
-            for name in names[r % 3:] + names[: r % 3]:
+            for name in names[r % 3 :] + names[: r % 3]:
                 wall, cpu = block(envs[name])
                 out[name]["wall"].append(wall)
                 out[name]["cpu"].append(cpu)
@@ -417,11 +459,16 @@ def report_backend_latency(results: Dict[str, Dict[str, List[float]]], env_id: s
     """Median microseconds per step and the ratios to Pusher-v5 (same run)."""
     med = {name: {k: float(np.median(v)) for k, v in r.items()} for name, r in results.items()}
     rounds = len(next(iter(results.values()))["wall"])
-    lines = [f"single-env step latency, {env_id} (median of {rounds} interleaved blocks):",
-             "| env | wall µs/step | CPU µs/step | wall / Pusher-v5 | CPU / Pusher-v5 |", "|---|---|---|---|---|"]
+    lines = [
+        f"single-env step latency, {env_id} (median of {rounds} interleaved blocks):",
+        "| env | wall µs/step | CPU µs/step | wall / Pusher-v5 | CPU / Pusher-v5 |",
+        "|---|---|---|---|---|",
+    ]
     base = med["Pusher-v5"]
     for name, m in med.items():
         label = name if name == "Pusher-v5" else f'{env_id}, backend="{name}"'
-        lines.append(f"| {label} | {1e6 * m['wall']:.0f} | {1e6 * m['cpu']:.0f} | {m['wall'] / base['wall']:.2f}x "
-                     f"| {m['cpu'] / base['cpu']:.2f}x |")
+        lines.append(
+            f"| {label} | {1e6 * m['wall']:.0f} | {1e6 * m['cpu']:.0f} | {m['wall'] / base['wall']:.2f}x "
+            f"| {m['cpu'] / base['cpu']:.2f}x |"
+        )
     return "\n".join(lines)

@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Tuple
 
 #: The parser's description (``--help``).
-DESCRIPTION = ("Differentiable MuJoCo environments with Bundled Contact Gradients: list the envs, run the demo, "
-               "train, evaluate and export SHAC policies, check and time the gradients.")
+DESCRIPTION = (
+    "Differentiable MuJoCo environments with Bundled Contact Gradients: list the envs, run the demo, "
+    "train, evaluate and export SHAC policies, check and time the gradients."
+)
 #: Exit status of a command refused for bad input (argparse's).
 EXIT_USAGE = 2
 
@@ -89,11 +91,14 @@ def env_table(env_ids: Optional[List[str]] = None) -> str:
     rows = [("id", "obs", "act", "control Hz", "episode steps")]
     for env_id in env_ids or bcg_envs.list_envs():
         env = bcg_envs.make_jax(env_id)
-        rows.append((env_id, str(env.observation_size), str(env.action_size), f"{1.0 / env.dt:g}",
-                     str(env.episode_length)))
+        rows.append(
+            (env_id, str(env.observation_size), str(env.action_size), f"{1.0 / env.dt:g}", str(env.episode_length))
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
-             for r in rows]
+    lines = [
+        "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))).rstrip()
+        for r in rows
+    ]
     return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
 
 
@@ -113,8 +118,16 @@ def _cmd_demo(args) -> None:
     check_positive(args.g1jump_episodes, "--g1jump-episodes", "episodes")
     from bcg_envs import demo
 
-    demo.main(out_dir=args.out, steps=args.steps, seed=args.seed, backend=args.backend, sections=args.sections,
-              boxpush_episodes=args.boxpush_episodes, g1jump_episodes=args.g1jump_episodes, video=not args.no_video)
+    demo.main(
+        out_dir=args.out,
+        steps=args.steps,
+        seed=args.seed,
+        backend=args.backend,
+        sections=args.sections,
+        boxpush_episodes=args.boxpush_episodes,
+        g1jump_episodes=args.g1jump_episodes,
+        video=not args.no_video,
+    )
 
 
 #: ``shac.train`` keywords that ``--config``/``--set`` may not give, and the option to use.
@@ -224,12 +237,16 @@ def train_settings(args) -> Dict[str, Any]:
         except (OSError, json.JSONDecodeError) as err:
             raise ValueError(f"--config {path}: not a readable JSON file ({err})") from None
         if not isinstance(loaded, dict):
-            raise ValueError(f"--config {path}: expected a JSON object of shac.train keywords, got {type(loaded).__name__}")
+            raise ValueError(
+                f"--config {path}: expected a JSON object of shac.train keywords, got {type(loaded).__name__}"
+            )
         kwargs.update(check_train_kwargs(loaded, f"--config {path}"))
     kwargs.update(check_train_kwargs(parse_set(args.set), "--set"))
     bundle = kwargs.get("bundle")
     if isinstance(bundle, str):
-        raise ValueError(f"bundle {bundle!r} is not a BundleConfig; give its fields as JSON: --set 'bundle={{\"num_samples\": 10}}'")
+        raise ValueError(
+            f"bundle {bundle!r} is not a BundleConfig; give its fields as JSON: --set 'bundle={{\"num_samples\": 10}}'"
+        )
     if isinstance(bundle, dict):
         from bcg_envs.gradients.config import BundleConfig
 
@@ -259,22 +276,32 @@ def train_summary(metrics: Dict[str, Any], settings: Dict[str, Any], seconds: fl
     """The few lines ``train`` ends with: what ran, the final evaluation, the run folder
     and the commands that take it further (every metric stays in ``metrics.json``)."""
     out = Path(settings["out_dir"])
-    lines = [f"done in {_duration(seconds)}: SHAC ({settings['estimator']} gradients) on {settings['env_id']}, "
-             f"{int(metrics.get('num_steps', 0)):,} env steps, seed {settings['seed']}"]
+    lines = [
+        f"done in {_duration(seconds)}: SHAC ({settings['estimator']} gradients) on {settings['env_id']}, "
+        f"{int(metrics.get('num_steps', 0)):,} env steps, seed {settings['seed']}"
+    ]
     if "eval/episode_reward" in metrics:
         try:
             episodes = json.loads((out / "config.json").read_text())["learner"]["num_eval_envs"]
         except (OSError, KeyError, ValueError):
             episodes = settings.get("num_eval_envs", "?")
-        lines.append(f"final evaluation ({episodes} episodes, deterministic policy): return "
-                     f"{metrics['eval/episode_reward']:.1f}, success {100 * metrics.get('eval/success', 0.0):.0f} %")
+        lines.append(
+            f"final evaluation ({episodes} episodes, deterministic policy): return "
+            f"{metrics['eval/episode_reward']:.1f}, success {100 * metrics.get('eval/success', 0.0):.0f} %"
+        )
     else:
         reward = metrics.get("episode_reward")
-        last = f"return of the last training episodes {reward:.1f}" if isinstance(reward, (int, float)) else "no return yet"
+        last = (
+            f"return of the last training episodes {reward:.1f}"
+            if isinstance(reward, (int, float))
+            else "no return yet"
+        )
         lines.append(f"no evaluation (num_evals=0); {last}")
     lines.append(f"run folder: {out.resolve()} ({_folder_listing(out)})")
-    lines.append(f"next: bcg-envs evaluate --run {out}  |  bcg-envs export --run {out}  |  "
-                 f"bcg-envs train --resume {out} --steps N")
+    lines.append(
+        f"next: bcg-envs evaluate --run {out}  |  bcg-envs export --run {out}  |  "
+        f"bcg-envs train --resume {out} --steps N"
+    )
     return "\n".join(lines)
 
 
@@ -288,10 +315,15 @@ def _cmd_train(args) -> None:
     env_id = settings["env_id"]
     out = Path(settings["out_dir"])
     resumed = " (resumed from its newest checkpoint)" if "restore_from" in settings else ""
-    print(f"training SHAC ({settings['estimator']} gradients) on {env_id} for {settings['steps']:,} env steps, "
-          f"seed {settings['seed']}, into {out}{resumed}")
-    print("compiling the training programs (a minute or more on a CPU the first time; the compile cache "
-          "keeps them for the next run) ...", flush=True)
+    print(
+        f"training SHAC ({settings['estimator']} gradients) on {env_id} for {settings['steps']:,} env steps, "
+        f"seed {settings['seed']}, into {out}{resumed}"
+    )
+    print(
+        "compiling the training programs (a minute or more on a CPU the first time; the compile cache "
+        "keeps them for the next run) ...",
+        flush=True,
+    )
     start = time.perf_counter()
     kwargs = {k: v for k, v in settings.items() if k != "env_id"}
     progress = out / "progress.csv"
@@ -341,7 +373,11 @@ def _cmd_bench(args) -> None:
         print(bench.report(bench.run(args.env, num_envs=args.num_envs, estimators=args.estimators)), flush=True)
     if "rollout" in args.tables:
         rows = bench.rollout_gradients(
-            args.env, num_envs=args.rollout_envs, horizon=args.horizon, estimators=args.estimators, backwards=args.backward
+            args.env,
+            num_envs=args.rollout_envs,
+            horizon=args.horizon,
+            estimators=args.estimators,
+            backwards=args.backward,
         )
         print(bench.report_rollout_gradients(rows, args.env, args.rollout_envs, args.horizon), flush=True)
     if "backends" in args.tables:
@@ -349,8 +385,12 @@ def _cmd_bench(args) -> None:
     if "threads" in args.tables:
         print(bench.report_cpu_threads(bench.cpu_threads(args.env, num_envs=args.num_envs), args.env), flush=True)
     if "shac" in args.tables:
-        rows = bench.shac_iterations(args.env, num_envs=args.rollout_envs, horizon=args.horizon,
-                                     estimators=[e for e in args.estimators if e in SHAC_TABLE_ESTIMATORS] or ["exact"])
+        rows = bench.shac_iterations(
+            args.env,
+            num_envs=args.rollout_envs,
+            horizon=args.horizon,
+            estimators=[e for e in args.estimators if e in SHAC_TABLE_ESTIMATORS] or ["exact"],
+        )
         print(bench.report_shac_iterations(rows, args.env, args.rollout_envs, args.horizon))
 
 
@@ -360,8 +400,10 @@ def export_source(args) -> Tuple[str, Path, str]:
     exactly one of ``--run`` and ``--policy`` is given and names a folder or file."""
     if (args.run is None) == (args.policy is None):
         given = "both" if args.run is not None else "neither"
-        raise UsageError(f"export takes exactly one of --run DIR (a SHAC run folder) and --policy FILE.npz "
-                         f"(an exported policy to convert), got {given}")
+        raise UsageError(
+            f"export takes exactly one of --run DIR (a SHAC run folder) and --policy FILE.npz "
+            f"(an exported policy to convert), got {given}"
+        )
     if args.run is not None:
         return "run", check_run_folder(args.run), args.format or "npz"
     fmt = args.format or "onnx"
@@ -369,8 +411,10 @@ def export_source(args) -> Tuple[str, Path, str]:
         raise UsageError(f"--policy {args.policy} is an .npz already; --policy converts one to --format onnx")
     path = Path(args.policy)
     if not path.is_file():
-        raise UsageError(f"--policy {args.policy}: no such file (give a .npz written by bcg-envs export, "
-                         "baselines.export_sb3 or baselines.export_shac)")
+        raise UsageError(
+            f"--policy {args.policy}: no such file (give a .npz written by bcg-envs export, "
+            "baselines.export_sb3 or baselines.export_shac)"
+        )
     return "policy", path, fmt
 
 
@@ -393,12 +437,16 @@ def _cmd_export(args) -> None:
     except ImportError as err:
         raise UsageError(f"--format {fmt}: {err}") from None
     policy = export.NumpyPolicy(arrays)
-    print(f"wrote {path} (env {policy.env_id or '?'}, layer sizes {policy.layer_sizes}, {policy.activation}, "
-          f"layer norm {policy.layer_norm}, observation normalizer {policy.normalize_observations}, "
-          f"output {policy.output})")
+    print(
+        f"wrote {path} (env {policy.env_id or '?'}, layer sizes {policy.layer_sizes}, {policy.activation}, "
+        f"layer norm {policy.layer_norm}, observation normalizer {policy.normalize_observations}, "
+        f"output {policy.output})"
+    )
     if fmt == "onnx":
-        print("use: import onnxruntime; action = onnxruntime.InferenceSession(path).run(['action'], "
-              f"{{'obs': obs}})[0]  (obs: float32, shape (batch, {policy.observation_size}))")
+        print(
+            "use: import onnxruntime; action = onnxruntime.InferenceSession(path).run(['action'], "
+            f"{{'obs': obs}})[0]  (obs: float32, shape (batch, {policy.observation_size}))"
+        )
     else:
         print("use: from bcg_envs.export import NumpyPolicy; action = NumpyPolicy.load(path)(obs)")
 
@@ -413,64 +461,115 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ids-only", action="store_true", help="print only the ids (builds no env)")
     p.set_defaults(fn=_cmd_list)
 
-    p = sub.add_parser("demo", help="the README's demo: gradients of every estimator, shipped BoxPush and G1Jump policies",
-                       description="Three sections and a summary: gradient statistics of every estimator along a "
-                       "scripted BoxPush push (table, plot, video); the shipped SB3 PPO and SHAC exact policies of "
-                       "BoxPush beside the scripted push and doing nothing (plot, side-by-side video); the same "
-                       "for G1Jump beside the reference replay and a frozen pose (plot). About 4 minutes on 2 CPU cores.")
+    p = sub.add_parser(
+        "demo",
+        help="the README's demo: gradients of every estimator, shipped BoxPush and G1Jump policies",
+        description="Three sections and a summary: gradient statistics of every estimator along a "
+        "scripted BoxPush push (table, plot, video); the shipped SB3 PPO and SHAC exact policies of "
+        "BoxPush beside the scripted push and doing nothing (plot, side-by-side video); the same "
+        "for G1Jump beside the reference replay and a frozen pose (plot). About 4 minutes on 2 CPU cores.",
+    )
     p.add_argument("--out", default="demo_out", help="folder for the tables, plots, videos and summary")
-    p.add_argument("--sections", nargs="+", default=["gradients", "boxpush", "g1jump"],
-                   choices=["gradients", "boxpush", "g1jump"], metavar="SECTION",
-                   help="sections to run, of: gradients boxpush g1jump")
-    p.add_argument("--steps", type=int, default=100, help="control steps of the scripted push the gradients are taken along")
+    p.add_argument(
+        "--sections",
+        nargs="+",
+        default=["gradients", "boxpush", "g1jump"],
+        choices=["gradients", "boxpush", "g1jump"],
+        metavar="SECTION",
+        help="sections to run, of: gradients boxpush g1jump",
+    )
+    p.add_argument(
+        "--steps", type=int, default=100, help="control steps of the scripted push the gradients are taken along"
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of the rollout and the estimators' samples")
-    p.add_argument("--backend", choices=["mujoco", "mjx"], default="mujoco", help="physics of the gradient table (mjx: one compile per estimator)")
+    p.add_argument(
+        "--backend",
+        choices=["mujoco", "mjx"],
+        default="mujoco",
+        help="physics of the gradient table (mjx: one compile per estimator)",
+    )
     p.add_argument("--boxpush-episodes", type=int, default=64, metavar="N", help="BoxPush episodes per policy")
     p.add_argument("--g1jump-episodes", type=int, default=192, metavar="N", help="G1Jump episodes per policy")
     p.add_argument("--no-video", action="store_true", help="write no videos (the push rollout, the BoxPush policies)")
     p.set_defaults(fn=_cmd_demo)
 
-    p = sub.add_parser("train", help="train a policy (writes a run folder)",
-                       description="Train a SHAC policy; the run folder gets config.json, params.msgpack, metrics.json, "
-                       "progress.csv and checkpoints/. Learner settings (bcg_envs.learners.shac.train keywords): "
-                       "the env's defaults, then --config, then --set.")
+    p = sub.add_parser(
+        "train",
+        help="train a policy (writes a run folder)",
+        description="Train a SHAC policy; the run folder gets config.json, params.msgpack, metrics.json, "
+        "progress.csv and checkpoints/. Learner settings (bcg_envs.learners.shac.train keywords): "
+        "the env's defaults, then --config, then --set.",
+    )
     p.add_argument("--env", default="BoxPush-v0", help="environment id (see bcg-envs list)")
     p.add_argument("--algo", default="shac", choices=["shac"], help="learner")
-    p.add_argument("--estimator", default="bcg", choices=list(ESTIMATORS), help="gradient estimator of the step's backward pass")
-    p.add_argument("--steps", type=int, default=None,
-                   help=f"env-step budget (default: {DEFAULT_TRAIN_STEPS} for a new run, the run's own with --resume)")
+    p.add_argument(
+        "--estimator", default="bcg", choices=list(ESTIMATORS), help="gradient estimator of the step's backward pass"
+    )
+    p.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help=f"env-step budget (default: {DEFAULT_TRAIN_STEPS} for a new run, the run's own with --resume)",
+    )
     p.add_argument("--seed", type=int, default=0, help="seed of networks, envs and the training random stream")
     p.add_argument("--out", default=None, help="run folder to write (required unless --resume)")
-    p.add_argument("--config", metavar="FILE", default=None,
-                   help='JSON object of shac.train keyword arguments, e.g. {"num_envs": 32, "actor_hidden": [64, 64]}')
-    p.add_argument("--set", metavar="KEY=VALUE", action="append", default=None,
-                   help="one shac.train keyword (repeatable, applied after --config); VALUE is parsed as JSON, "
-                   "else kept as a string, e.g. --set horizon=16 --set actor_hidden=[64,64]")
-    p.add_argument("--resume", metavar="DIR", default=None,
-                   help="continue the run in DIR from its newest checkpoint with its own env, estimator, seed and "
-                   "settings (a larger --steps extends it; its learning-rate schedule then stretches)")
+    p.add_argument(
+        "--config",
+        metavar="FILE",
+        default=None,
+        help='JSON object of shac.train keyword arguments, e.g. {"num_envs": 32, "actor_hidden": [64, 64]}',
+    )
+    p.add_argument(
+        "--set",
+        metavar="KEY=VALUE",
+        action="append",
+        default=None,
+        help="one shac.train keyword (repeatable, applied after --config); VALUE is parsed as JSON, "
+        "else kept as a string, e.g. --set horizon=16 --set actor_hidden=[64,64]",
+    )
+    p.add_argument(
+        "--resume",
+        metavar="DIR",
+        default=None,
+        help="continue the run in DIR from its newest checkpoint with its own env, estimator, seed and "
+        "settings (a larger --steps extends it; its learning-rate schedule then stretches)",
+    )
     p.set_defaults(fn=_cmd_train)
 
     p = sub.add_parser("evaluate", help="evaluate a trained run")
     p.add_argument("--run", required=True, help="run folder written by bcg-envs train")
     p.add_argument("--episodes", type=int, default=5, help="full episodes of the deterministic policy")
     p.add_argument("--video", default=None, help="also write the first episode as this mp4 file")
-    p.add_argument("--sim", default="mjx", choices=["mjx", "mujoco"],
-                   help="mjx: the JAX env; mujoco: the MuJoCo C transfer check next to MJX")
+    p.add_argument(
+        "--sim",
+        default="mjx",
+        choices=["mjx", "mujoco"],
+        help="mjx: the JAX env; mujoco: the MuJoCo C transfer check next to MJX",
+    )
     p.set_defaults(fn=_cmd_evaluate)
 
-    p = sub.add_parser("export", help="write a trained policy as a framework-free file (.npz or ONNX)",
-                       description="Write a SHAC run's deterministic policy (observation normalizer included) as .npz "
-                       "(run it with bcg_envs.export.NumpyPolicy.load(path)(obs)) or as ONNX (input obs, output action; "
-                       'needs pip install "bcg-envs[onnx]"), or convert an exported .npz (a shipped policy of '
-                       "bcg_envs/assets/policies, one from baselines.export_sb3) to ONNX. Give exactly one of --run "
-                       "and --policy.")
+    p = sub.add_parser(
+        "export",
+        help="write a trained policy as a framework-free file (.npz or ONNX)",
+        description="Write a SHAC run's deterministic policy (observation normalizer included) as .npz "
+        "(run it with bcg_envs.export.NumpyPolicy.load(path)(obs)) or as ONNX (input obs, output action; "
+        'needs pip install "bcg-envs[onnx]"), or convert an exported .npz (a shipped policy of '
+        "bcg_envs/assets/policies, one from baselines.export_sb3) to ONNX. Give exactly one of --run "
+        "and --policy.",
+    )
     p.add_argument("--run", default=None, metavar="DIR", help="run folder written by bcg-envs train")
     p.add_argument("--policy", default=None, metavar="FILE", help="exported policy .npz to convert to --format onnx")
-    p.add_argument("--format", default=None, choices=list(FORMATS),
-                   help="file format: npz or onnx (default: npz for --run, onnx for --policy)")
-    p.add_argument("--out", default=None,
-                   help="file to write (default: DIR/policy.FORMAT for --run, the --policy file with suffix .onnx)")
+    p.add_argument(
+        "--format",
+        default=None,
+        choices=list(FORMATS),
+        help="file format: npz or onnx (default: npz for --run, onnx for --policy)",
+    )
+    p.add_argument(
+        "--out",
+        default=None,
+        help="file to write (default: DIR/policy.FORMAT for --run, the --policy file with suffix .onnx)",
+    )
     p.set_defaults(fn=_cmd_export)
 
     p = sub.add_parser("gradcheck", help="exact Jacobians vs MuJoCo C finite differences")
@@ -482,17 +581,29 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("bench", help="step / grad_step cost and batched throughput")
     p.add_argument("--env", default="BoxPush-v0", help="environment id")
     p.add_argument("--num-envs", type=int, default=64, help="vmapped envs of the batched-throughput rows")
-    p.add_argument("--estimators", nargs="+", default=list(ESTIMATORS), choices=list(ESTIMATORS), help="estimators to time")
-    p.add_argument("--tables", nargs="+", default=["step", "rollout"], choices=["step", "rollout", "shac", "threads", "backends"],
-                   help="step: step/grad_step cost and vmap throughput; rollout: rollout-gradient cost; shac: one SHAC "
-                   "iteration (exact and bcg among --estimators) vs its forward rollout; threads: env throughput with one "
-                   "intra-op XLA thread (the default) against XLA's pool, in fresh processes; backends: single-env step "
-                   "latency of both backends against Gymnasium's Pusher-v5, interleaved")
+    p.add_argument(
+        "--estimators", nargs="+", default=list(ESTIMATORS), choices=list(ESTIMATORS), help="estimators to time"
+    )
+    p.add_argument(
+        "--tables",
+        nargs="+",
+        default=["step", "rollout"],
+        choices=["step", "rollout", "shac", "threads", "backends"],
+        help="step: step/grad_step cost and vmap throughput; rollout: rollout-gradient cost; shac: one SHAC "
+        "iteration (exact and bcg among --estimators) vs its forward rollout; threads: env throughput with one "
+        "intra-op XLA thread (the default) against XLA's pool, in fresh processes; backends: single-env step "
+        "latency of both backends against Gymnasium's Pusher-v5, interleaved",
+    )
     p.add_argument("--rollout-envs", type=int, default=16, help="vmapped envs of the rollout-gradient and SHAC tables")
     p.add_argument("--horizon", type=int, default=32, help="control steps of the rollout-gradient and SHAC tables")
-    p.add_argument("--backward", nargs="+", default=["vjp", "jacobians"], choices=["vjp", "jacobians"],
-                   help="backward passes to time: vjp (reverse mode, used in training) and jacobians (transposed "
-                   "full Jacobians, the previous design)")
+    p.add_argument(
+        "--backward",
+        nargs="+",
+        default=["vjp", "jacobians"],
+        choices=["vjp", "jacobians"],
+        help="backward passes to time: vjp (reverse mode, used in training) and jacobians (transposed "
+        "full Jacobians, the previous design)",
+    )
     p.set_defaults(fn=_cmd_bench)
     for p in sub.choices.values():
         p.formatter_class = _HelpFormatter

@@ -68,7 +68,9 @@ def gradient_statistics(
 
     import bcg_envs  # noqa: F401
 
-    env = gym.make("bcg_envs/BoxPush-v0", backend=backend, render_mode="rgb_array" if video else None, width=320, height=320)
+    env = gym.make(
+        "bcg_envs/BoxPush-v0", backend=backend, render_mode="rgb_array" if video else None, width=320, height=320
+    )
     sim = env.unwrapped
     try:
         obs, _ = env.reset(seed=seed)
@@ -156,11 +158,15 @@ def plot(stats: Dict[str, Dict[str, List[float]]], path: Path) -> None:
 
 def gradients_section(out: Path, steps: int, seed: int, backend: str, video: bool = True) -> Dict[str, Any]:
     """Section 1: the gradient table, plot and video; returns the per-estimator stats."""
-    print(f"BoxPush-v0 ({backend} backend): grad_step with every estimator ({', '.join(ESTIMATORS)}) from the "
-          f"same states along a {steps}-step scripted push. bcg bundles (smooths) only at steps with a "
-          "contact force above the task's threshold and is exact elsewhere.", flush=True)
-    stats, trace = gradient_statistics(steps=steps, seed=seed, video=out / "rollout.mp4" if video else None,
-                                       backend=backend)
+    print(
+        f"BoxPush-v0 ({backend} backend): grad_step with every estimator ({', '.join(ESTIMATORS)}) from the "
+        f"same states along a {steps}-step scripted push. bcg bundles (smooths) only at steps with a "
+        "contact force above the task's threshold and is exact elsewhere.",
+        flush=True,
+    )
+    stats, trace = gradient_statistics(
+        steps=steps, seed=seed, video=out / "rollout.mp4" if video else None, backend=backend
+    )
     table = print_table(stats)
     (out / "gradients.md").write_text(table + "\n")
     plot(stats, out / "gradients.png")
@@ -176,19 +182,24 @@ def gradient_summary(stats: Dict[str, Dict[str, List[float]]]) -> str:
     exact, bcg = stats["exact"], stats["bcg"]
     bundled = np.asarray(bcg["bundled"], bool)
     ms = {name: 1e3 * np.median(stats[name]["seconds"]) for name in ("exact", "bcg", "bundle")}
-    cost = (f"median ms per grad_step: bcg {ms['bcg']:.1f}, exact {ms['exact']:.1f}, "
-            f"bundle (perturbs every step) {ms['bundle']:.1f}")
+    cost = (
+        f"median ms per grad_step: bcg {ms['bcg']:.1f}, exact {ms['exact']:.1f}, "
+        f"bundle (perturbs every step) {ms['bundle']:.1f}"
+    )
     if not bundled.any():
         return f"Gradients: bcg never bundled along the push (no contact force above the threshold), so it equals exact; {cost}."
     a_exact = np.asarray(exact["norm_A"])[bundled].mean()
     a_bcg = np.asarray(bcg["norm_A"])[bundled].mean()
-    return (f"Gradients: bcg bundled at {bundled.sum()} of {bundled.size} steps (contact above the threshold; "
-            f"mean ‖A‖_F there {a_bcg:.3g}, exact {a_exact:.3g}) and is exact elsewhere; {cost}.")
+    return (
+        f"Gradients: bcg bundled at {bundled.sum()} of {bundled.size} steps (contact above the threshold; "
+        f"mean ‖A‖_F there {a_bcg:.3g}, exact {a_exact:.3g}) and is exact elsewhere; {cost}."
+    )
 
 
 # ----- 2./3. shipped policies --------------------------------------------------------
-def plot_success(rows: Sequence[Tuple[str, Dict[str, float]]], references: Sequence[Tuple[str, float]],
-                 path: Path, title: str) -> None:
+def plot_success(
+    rows: Sequence[Tuple[str, Dict[str, float]]], references: Sequence[Tuple[str, float]], path: Path, title: str
+) -> None:
     """Bars of ``(label, success_summary)`` (success %, 95 % Wilson interval) with the
     ``(label, success rate)`` references as horizontal lines."""
     import matplotlib
@@ -197,8 +208,12 @@ def plot_success(rows: Sequence[Tuple[str, Dict[str, float]]], references: Seque
     import matplotlib.pyplot as plt
 
     rate = np.array([100 * s["success_rate"] for _, s in rows])
-    err = np.array([[100 * (s["success_rate"] - s["success_low"]) for _, s in rows],
-                    [100 * (s["success_high"] - s["success_rate"]) for _, s in rows]])
+    err = np.array(
+        [
+            [100 * (s["success_rate"] - s["success_low"]) for _, s in rows],
+            [100 * (s["success_high"] - s["success_rate"]) for _, s in rows],
+        ]
+    )
     fig, ax = plt.subplots(figsize=(2.0 * len(rows) + 3.5, 3.6))
     ax.bar(range(len(rows)), rate, yerr=err, capsize=6, color=["tab:blue", "tab:orange", "tab:green"][: len(rows)])
     for (label, value), style in zip(references, ("--", ":", "-.")):
@@ -216,8 +231,9 @@ def plot_success(rows: Sequence[Tuple[str, Dict[str, float]]], references: Seque
 
 
 def _row(label: str, successes: Sequence[bool], returns: Sequence[float], lengths: Sequence[float]) -> str:
-    return (f"{label:20s} {format_success(success_summary(successes)):>22s} {np.mean(returns):8.1f} "
-            f"{np.mean(lengths):7.1f}")
+    return (
+        f"{label:20s} {format_success(success_summary(successes)):>22s} {np.mean(returns):8.1f} {np.mean(lengths):7.1f}"
+    )
 
 
 def _labelled(frame: np.ndarray, text: str) -> np.ndarray:
@@ -260,11 +276,16 @@ def boxpush_section(out: Path, episodes: int, video: bool = True) -> Dict[str, A
     from bcg_envs.export import trained_policy
 
     env_id = "BoxPush-v0"
-    print(f"The shipped policies of SB3 PPO and SHAC exact ({SHIPPED_ENV_STEPS[env_id]:,} env steps each) on "
-          f"{episodes} episodes (reset seeds from {BOXPUSH_SEED:,}, MuJoCo C), beside the scripted push and "
-          "doing nothing. Success: the box within 2 cm and 0.2 rad of the goal at the episode's end.", flush=True)
-    policies = {LEARNERS["sb3_ppo"]: trained_policy(env_id, "sb3_ppo"),
-                LEARNERS["shac_exact"]: trained_policy(env_id, "shac_exact")}
+    print(
+        f"The shipped policies of SB3 PPO and SHAC exact ({SHIPPED_ENV_STEPS[env_id]:,} env steps each) on "
+        f"{episodes} episodes (reset seeds from {BOXPUSH_SEED:,}, MuJoCo C), beside the scripted push and "
+        "doing nothing. Success: the box within 2 cm and 0.2 rad of the goal at the episode's end.",
+        flush=True,
+    )
+    policies = {
+        LEARNERS["sb3_ppo"]: trained_policy(env_id, "sb3_ppo"),
+        LEARNERS["shac_exact"]: trained_policy(env_id, "shac_exact"),
+    }
     references = {"scripted push": scripted_push, "do nothing": do_nothing}
     print(f"{'policy':20s} {'success [95 % CI]':>22s} {'return':>8s} {'steps':>7s}")
     results: Dict[str, Dict[str, Any]] = {}
@@ -272,20 +293,24 @@ def boxpush_section(out: Path, episodes: int, video: bool = True) -> Dict[str, A
         r = run_episodes(env_id, policy, episodes=episodes, seed=BOXPUSH_SEED, backend="mujoco")
         results[label] = r
         print(_row(label, r["successes"], r["returns"], r["lengths"]), flush=True)
-    plot_success([(label, results[label]) for label in policies],
-                 [(label, results[label]["success_rate"]) for label in references],
-                 out / "boxpush_success.png",
-                 f"BoxPush-v0: shipped policies, {episodes} episodes (MuJoCo C)")
+    plot_success(
+        [(label, results[label]) for label in policies],
+        [(label, results[label]["success_rate"]) for label in references],
+        out / "boxpush_success.png",
+        f"BoxPush-v0: shipped policies, {episodes} episodes (MuJoCo C)",
+    )
     written = [out / "boxpush_success.png"]
     if video:
         side_by_side_video(out / "boxpush_policies.mp4", policies, seed=BOXPUSH_SEED)
         written.append(out / "boxpush_policies.mp4")
     print(f"wrote {', '.join(str(p) for p in written)}" + (f" (left: {', right: '.join(policies)})" if video else ""))
-    print(f"Not rerun here (tens of minutes per run on a CPU): the learning comparison behind these policies, "
-          f"{LEARNERS['sb3_ppo']}, {LEARNERS['shac_exact']} and {LEARNERS['shac_bcg']} at "
-          f"{SHIPPED_ENV_STEPS[env_id]:,} env steps, 3 seeds: python -m baselines.compare --env {env_id} "
-          f"--algos sb3_ppo shac_exact shac_bcg --seeds 0 1 2 --steps {SHIPPED_ENV_STEPS[env_id]} --evals 32 "
-          "--out runs/boxpush (from the repository; results in baselines/results/BoxPush-v0/long).")
+    print(
+        f"Not rerun here (tens of minutes per run on a CPU): the learning comparison behind these policies, "
+        f"{LEARNERS['sb3_ppo']}, {LEARNERS['shac_exact']} and {LEARNERS['shac_bcg']} at "
+        f"{SHIPPED_ENV_STEPS[env_id]:,} env steps, 3 seeds: python -m baselines.compare --env {env_id} "
+        f"--algos sb3_ppo shac_exact shac_bcg --seeds 0 1 2 --steps {SHIPPED_ENV_STEPS[env_id]} --evals 32 "
+        "--out runs/boxpush (from the repository; results in baselines/results/BoxPush-v0/long)."
+    )
     return results
 
 
@@ -294,12 +319,19 @@ def g1jump_section(out: Path, episodes: int) -> Dict[str, Any]:
     from bcg_envs.envs.g1 import scripted as g1
 
     env_id = "G1Jump-v0"
-    print(f"The shipped policies of SB3 PPO and SHAC exact ({SHIPPED_ENV_STEPS[env_id]:,} env steps each) on "
-          f"{episodes} episodes (MuJoCo C, random start frames), beside the open-loop replay of the reference "
-          "clip and holding the start pose. Success: the episode reaches its end without a fall, with a mean "
-          "key-body error below 10 cm.", flush=True)
-    names = {"trained": LEARNERS["sb3_ppo"], "trained_shac": LEARNERS["shac_exact"],
-             "replay": "replay (scripted)", "freeze": "freeze (do nothing)"}
+    print(
+        f"The shipped policies of SB3 PPO and SHAC exact ({SHIPPED_ENV_STEPS[env_id]:,} env steps each) on "
+        f"{episodes} episodes (MuJoCo C, random start frames), beside the open-loop replay of the reference "
+        "clip and holding the start pose. Success: the episode reaches its end without a fall, with a mean "
+        "key-body error below 10 cm.",
+        flush=True,
+    )
+    names = {
+        "trained": LEARNERS["sb3_ppo"],
+        "trained_shac": LEARNERS["shac_exact"],
+        "replay": "replay (scripted)",
+        "freeze": "freeze (do nothing)",
+    }
     print(f"{'policy':20s} {'success [95 % CI]':>22s} {'return':>8s} {'steps':>7s}")
     results: Dict[str, Dict[str, Any]] = {}
     for name, label in names.items():
@@ -307,9 +339,12 @@ def g1jump_section(out: Path, episodes: int) -> Dict[str, Any]:
         results[label] = r
         print(_row(label, r["success"], r["returns"], r["lengths"]), flush=True)
     learned, refs = list(names.values())[:2], list(names.values())[2:]
-    plot_success([(label, success_summary(results[label]["success"])) for label in learned],
-                 [(label, results[label]["success_rate"]) for label in refs],
-                 out / "g1jump_success.png", f"G1Jump-v0: shipped policies, {episodes} episodes (MuJoCo C)")
+    plot_success(
+        [(label, success_summary(results[label]["success"])) for label in learned],
+        [(label, results[label]["success_rate"]) for label in refs],
+        out / "g1jump_success.png",
+        f"G1Jump-v0: shipped policies, {episodes} episodes (MuJoCo C)",
+    )
     print(f"wrote {out / 'g1jump_success.png'}")
     return results
 
@@ -317,8 +352,10 @@ def g1jump_section(out: Path, episodes: int) -> Dict[str, Any]:
 def policy_summary(env_id: str, results: Dict[str, Dict[str, Any]], references: Sequence[str]) -> str:
     """One line: the learners' success rates, which leads, and the references'."""
     learned = [label for label in results if label not in references]
-    rates = {label: success_summary(results[label]["successes" if "successes" in results[label] else "success"])
-             for label in results}
+    rates = {
+        label: success_summary(results[label]["successes" if "successes" in results[label] else "success"])
+        for label in results
+    }
     best = max(learned, key=lambda label: rates[label]["success_rate"])
     other = [label for label in learned if label != best]
     if all(rates[best]["success_low"] > rates[o]["success_high"] for o in other):
@@ -360,12 +397,18 @@ def main(
             summary.append(gradient_summary(gradients_section(out, steps, seed, backend, video)["stats"]))
         elif name == "boxpush":
             heading(number, len(chosen), "BoxPush: shipped SB3 PPO and SHAC exact policies")
-            summary.append(policy_summary("BoxPush-v0", boxpush_section(out, boxpush_episodes, video),
-                                          ["scripted push", "do nothing"]))
+            summary.append(
+                policy_summary(
+                    "BoxPush-v0", boxpush_section(out, boxpush_episodes, video), ["scripted push", "do nothing"]
+                )
+            )
         else:
             heading(number, len(chosen), "G1Jump: shipped SB3 PPO and SHAC exact policies")
-            summary.append(policy_summary("G1Jump-v0", g1jump_section(out, g1jump_episodes),
-                                          ["replay (scripted)", "freeze (do nothing)"]))
+            summary.append(
+                policy_summary(
+                    "G1Jump-v0", g1jump_section(out, g1jump_episodes), ["replay (scripted)", "freeze (do nothing)"]
+                )
+            )
     title = f"Summary ({time.perf_counter() - start:.0f} s)"
     print(f"\n{title}\n{'=' * len(title)}")
     for line in summary:

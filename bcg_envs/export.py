@@ -210,8 +210,11 @@ def onnx_model(arrays: Dict[str, np.ndarray], *, opset: int = ONNX_OPSET) -> "on
         x = node("Sub", [x, const("obs_mean", policy.obs_mean)], "obs_centered")
         x = node("Div", [x, const("obs_std", policy.obs_std)], "obs_normalized")
         if np.isfinite(policy.obs_clip):
-            x = node("Clip", [x, const("obs_clip_min", -policy.obs_clip), const("obs_clip_max", policy.obs_clip)],
-                     "obs_clipped")
+            x = node(
+                "Clip",
+                [x, const("obs_clip_min", -policy.obs_clip), const("obs_clip_max", policy.obs_clip)],
+                "obs_clipped",
+            )
     hidden = len(policy.kernels) - 1
     for i in range(hidden + 1):
         x = node("MatMul", [x, const(f"kernel_{i}", policy.kernels[i])], f"dense_{i}_matmul")
@@ -228,29 +231,42 @@ def onnx_model(arrays: Dict[str, np.ndarray], *, opset: int = ONNX_OPSET) -> "on
             x = node("Mul", [x, node("Sigmoid", [x], f"sigmoid_{i}")], f"silu_{i}")
         if policy.layer_norm:
             scale, bias = policy.ln[i]
-            x = node("LayerNormalization", [x, const(f"ln_scale_{i}", scale), const(f"ln_bias_{i}", bias)],
-                     f"layer_norm_{i}", axis=-1, epsilon=policy.ln_eps)
+            x = node(
+                "LayerNormalization",
+                [x, const(f"ln_scale_{i}", scale), const(f"ln_bias_{i}", bias)],
+                f"layer_norm_{i}",
+                axis=-1,
+                epsilon=policy.ln_eps,
+            )
     if policy.output == "tanh":
         node("Tanh", [x], "action")
     else:
         node("Clip", [x, const("action_min", -1.0), const("action_max", 1.0)], "action")
 
     graph = helper.make_graph(
-        nodes, "bcg_envs_policy",
+        nodes,
+        "bcg_envs_policy",
         [helper.make_tensor_value_info("obs", TensorProto.FLOAT, ["batch", policy.observation_size])],
         [helper.make_tensor_value_info("action", TensorProto.FLOAT, ["batch", policy.action_size])],
         initializer=initializers,
     )
     opsets = [helper.make_opsetid("", opset)]
-    model = helper.make_model(graph, opset_imports=opsets, producer_name="bcg_envs",
-                              doc_string=f"deterministic policy of {policy.env_id or 'an unnamed env'}")
+    model = helper.make_model(
+        graph,
+        opset_imports=opsets,
+        producer_name="bcg_envs",
+        doc_string=f"deterministic policy of {policy.env_id or 'an unnamed env'}",
+    )
     model.ir_version = helper.find_min_ir_version_for(opsets)  # readable by the oldest runtimes of the opset
-    helper.set_model_props(model, {
-        "env_id": policy.env_id,
-        "format_version": str(FORMAT_VERSION),
-        "output": policy.output,
-        "layer_sizes": " ".join(str(s) for s in policy.layer_sizes),
-    })
+    helper.set_model_props(
+        model,
+        {
+            "env_id": policy.env_id,
+            "format_version": str(FORMAT_VERSION),
+            "output": policy.output,
+            "layer_sizes": " ".join(str(s) for s in policy.layer_sizes),
+        },
+    )
     onnx.checker.check_model(model, full_check=True)
     return model
 

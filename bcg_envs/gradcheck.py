@@ -63,8 +63,13 @@ def run(env_id: str = "BoxPush-v0", states: int = 5, seed: int = 0, tolerance: f
         qpos, qvel, act = env.unwrapped.get_state()
         action = rng.uniform(-1, 1, env.action_space.shape).astype(np.float32)
         A_fd, B_fd = c_finite_difference_jacobians(
-            model, qpos.astype(np.float64), qvel.astype(np.float64), act.astype(np.float64), ctrl_fn,
-            action.astype(np.float64), jax_env.physics.n_substeps,
+            model,
+            qpos.astype(np.float64),
+            qvel.astype(np.float64),
+            act.astype(np.float64),
+            ctrl_fn,
+            action.astype(np.float64),
+            jax_env.physics.n_substeps,
         )
         out = env.unwrapped.grad_step(action, estimator="exact")
         err_A = np.linalg.norm(out.jacobians.A - A_fd) / max(np.linalg.norm(A_fd), 1e-12)

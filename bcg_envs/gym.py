@@ -108,7 +108,11 @@ def render_state(renderer, jax_env, state, info) -> np.ndarray:
 def check_action(action: Any, shape: tuple, name: str = "action") -> np.ndarray:
     """Validate an action (shape, real dtype, finite) and return it as float32."""
     arr = np.asarray(action)
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer)) or arr.dtype == bool:
+    if (
+        arr.dtype == object
+        or not (np.issubdtype(arr.dtype, np.floating) or np.issubdtype(arr.dtype, np.integer))
+        or arr.dtype == bool
+    ):
         raise ValueError(f"{name} must be a real-valued array of shape {shape}, got dtype {arr.dtype}")
     if arr.shape != shape:
         raise ValueError(f"{name} must have shape {shape}, got {arr.shape}")
@@ -264,7 +268,9 @@ class GymEnv(gymnasium.Env):
         self._require_reset()
         return self.simulation.step(check_action(action, self.action_space.shape))
 
-    def grad_step(self, action, estimator: Optional[str] = None, bundle: Optional[BundleConfig] = None) -> GradStepResult:
+    def grad_step(
+        self, action, estimator: Optional[str] = None, bundle: Optional[BundleConfig] = None
+    ) -> GradStepResult:
         """``step`` plus the step's Jacobians, from ``estimator`` (the env's if None)."""
         self._require_reset()
         estimator = _check_gradient_options(estimator, bundle, self.simulation.default_estimator)
@@ -333,8 +339,15 @@ class GymVectorEnv(gymnasium.vector.VectorEnv):
 
     metadata = {"autoreset_mode": gymnasium.vector.AutoresetMode.SAME_STEP}
 
-    def __init__(self, env_name: str, num_envs: int, *, render_mode: Optional[str] = None, backend: str = "mjx",
-                 **env_kwargs: Any):
+    def __init__(
+        self,
+        env_name: str,
+        num_envs: int,
+        *,
+        render_mode: Optional[str] = None,
+        backend: str = "mjx",
+        **env_kwargs: Any,
+    ):
         if not isinstance(num_envs, int) or isinstance(num_envs, bool) or num_envs < 1:
             raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
         if render_mode is not None:
@@ -365,7 +378,9 @@ class GymVectorEnv(gymnasium.vector.VectorEnv):
         self._require_reset()
         return self.simulation.step(check_action(actions, self.action_space.shape, "actions"))
 
-    def grad_step(self, actions, estimator: Optional[str] = None, bundle: Optional[BundleConfig] = None) -> GradStepResult:
+    def grad_step(
+        self, actions, estimator: Optional[str] = None, bundle: Optional[BundleConfig] = None
+    ) -> GradStepResult:
         """Batched ``grad_step``: every Jacobian gets a leading ``num_envs`` axis."""
         self._require_reset()
         estimator = _check_gradient_options(estimator, bundle, self.simulation.default_estimator)

@@ -141,7 +141,9 @@ class MjxSimulation:
         d = self.state.data
         return np.array(d.qpos), np.array(d.qvel), np.array(d.act)
 
-    def set_state(self, qpos: np.ndarray, qvel: np.ndarray, act: Optional[np.ndarray], step: Optional[int] = None) -> None:
+    def set_state(
+        self, qpos: np.ndarray, qvel: np.ndarray, act: Optional[np.ndarray], step: Optional[int] = None
+    ) -> None:
         """A fresh state at (qpos, qvel, act) with the episode's task info; ``step``
         (None: kept) sets the episode step counter and ``truncated`` with it."""
         old = self.state

@@ -76,16 +76,18 @@ def _episodes(env: Any, policy: Policy, episodes: int, seed: int, horizon: int) 
             depths.append(float(np.max(foot_penetration_numpy(model, scratch))))
             if bool(info["fell"]):
                 break
-        rows.append({
-            "fell": bool(info["fell"]),
-            "completed": bool(info["clip_completed"]),
-            "success": bool(info["is_success"]),
-            "tracking_error_cm": 100.0 * float(info["tracking_error"]),
-            "joint_error_rad": float(info["joint_error"]),
-            "steps": steps,
-            "penetration_mm": 1000.0 * float(np.mean(depths)),
-            "first_obs": np.asarray(first_obs, np.float64),
-        })
+        rows.append(
+            {
+                "fell": bool(info["fell"]),
+                "completed": bool(info["clip_completed"]),
+                "success": bool(info["is_success"]),
+                "tracking_error_cm": 100.0 * float(info["tracking_error"]),
+                "joint_error_rad": float(info["joint_error"]),
+                "steps": steps,
+                "penetration_mm": 1000.0 * float(np.mean(depths)),
+                "first_obs": np.asarray(first_obs, np.float64),
+            }
+        )
     return rows
 
 
@@ -174,8 +176,10 @@ def sim_to_sim(
 def format_sim_to_sim(result: Dict[str, Any]) -> str:
     """The per-episode metrics of ``sim_to_sim`` as a two-row table (MuJoCo C, MJX)."""
     n = result["episodes"]
-    lines = [f"{'simulator':10s} {'success':>8s} {'falls':>7s} {'completed':>10s} {'track err cm':>13s} "
-             f"{'joint err rad':>14s} {'penetr. mm':>11s}"]
+    lines = [
+        f"{'simulator':10s} {'success':>8s} {'falls':>7s} {'completed':>10s} {'track err cm':>13s} "
+        f"{'joint err rad':>14s} {'penetr. mm':>11s}"
+    ]
     for name, sfx in (("MuJoCo C", ""), ("MJX", "_mjx")):
         lines.append(
             f"{name:10s} {result['success_rate' + sfx]:8.2f} {result['falls' + sfx]:>3d} / {n:<2d}"

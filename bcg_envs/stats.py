@@ -33,5 +33,7 @@ def success_summary(successes: Sequence[bool]) -> Dict[str, float]:
 
 def format_success(summary: Dict[str, float]) -> str:
     """``"85.0 % [76.7, 90.7]"`` from a ``success_summary``."""
-    return (f"{100 * summary['success_rate']:.1f} % "
-            f"[{100 * summary['success_low']:.1f}, {100 * summary['success_high']:.1f}]")
+    return (
+        f"{100 * summary['success_rate']:.1f} % "
+        f"[{100 * summary['success_low']:.1f}, {100 * summary['success_high']:.1f}]"
+    )

@@ -177,7 +177,9 @@ class TorchRollout:
             raise ValueError(f"actions must be a torch.Tensor, got {type(actions).__name__}")
         expected = (self.num_envs, self.horizon, self.action_size)
         if tuple(actions.shape) != expected:
-            raise ValueError(f"actions must have shape {expected} (num_envs, horizon, action_size), got {tuple(actions.shape)}")
+            raise ValueError(
+                f"actions must have shape {expected} (num_envs, horizon, action_size), got {tuple(actions.shape)}"
+            )
         if actions.device.type != "cpu":
             raise ValueError(f"actions must be a CPU tensor (the JAX env runs on CPU here), got {actions.device}")
         return _RolloutFunction.apply(actions, self)
@@ -214,7 +216,9 @@ class TorchStep:
 
     def __init__(self, env: Any, estimator: Optional[str] = None, bundle: Any = None):
         if not hasattr(getattr(env, "unwrapped", None), "grad_step"):
-            raise ValueError(f"env must be a bcg_envs Gymnasium env (gym.make('bcg_envs/...')), got {type(env).__name__}")
+            raise ValueError(
+                f"env must be a bcg_envs Gymnasium env (gym.make('bcg_envs/...')), got {type(env).__name__}"
+            )
         # The name is checked once, here; every step passes the ``Estimator``.
         self.estimator = None if estimator is None else resolve(estimator)
         self.env, self.bundle = env, bundle

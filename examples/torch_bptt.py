@@ -29,7 +29,9 @@ class ChunkPolicy(torch.nn.Module):
         self.register_buffer("obs_std", obs_std)
         obs_size = obs_mean.shape[0]
         self.net = torch.nn.Sequential(
-            torch.nn.Linear(obs_size, hidden), torch.nn.ELU(), torch.nn.LayerNorm(hidden),
+            torch.nn.Linear(obs_size, hidden),
+            torch.nn.ELU(),
+            torch.nn.LayerNorm(hidden),
             torch.nn.Linear(hidden, horizon * action_size),
         )
         torch.nn.init.zeros_(self.net[-1].weight)  # start at zero force
@@ -68,8 +70,11 @@ def main() -> None:
     eval_seed = 10_000
     t0 = time.time()
     before = evaluate(rollout, policy, eval_seed)
-    print(f"{args.env} ({args.estimator}): {args.horizon}-step return before training {before:.3f} "
-          f"(first call compiles: {time.time() - t0:.0f} s)", flush=True)
+    print(
+        f"{args.env} ({args.estimator}): {args.horizon}-step return before training {before:.3f} "
+        f"(first call compiles: {time.time() - t0:.0f} s)",
+        flush=True,
+    )
     for it in range(args.iterations):
         obs = rollout.reset(seed=it)  # fresh random start states every iteration
         rewards, _ = rollout(policy(obs))
@@ -79,8 +84,10 @@ def main() -> None:
         grad_norm = torch.nn.utils.clip_grad_norm_(policy.parameters(), args.grad_clip)
         optim.step()
         if (it + 1) % 10 == 0 or it == 0:
-            print(f"  iteration {it + 1:3d}: training return {-loss.item():.3f}, gradient norm {grad_norm:.3g}",
-                  flush=True)
+            print(
+                f"  iteration {it + 1:3d}: training return {-loss.item():.3f}, gradient norm {grad_norm:.3g}",
+                flush=True,
+            )
     after = evaluate(rollout, policy, eval_seed)
     verdict = "improved" if after > before else "did not improve"
     print(f"return {verdict}: {before:.3f} -> {after:.3f} ({time.time() - t0:.0f} s)")

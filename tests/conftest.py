@@ -28,7 +28,9 @@ class _NoSpaceWarnings:
 
     def __exit__(self, *exc):
         self._ctx.__exit__(*exc)
-        bad = [str(w.message) for w in self.records if "space" in str(w.message).lower() or "infinity" in str(w.message)]
+        bad = [
+            str(w.message) for w in self.records if "space" in str(w.message).lower() or "infinity" in str(w.message)
+        ]
         assert not bad, bad
 
 

@@ -39,10 +39,25 @@ def _train_args(*argv):
 
 
 def test_set_values_parse_as_json_then_string():
-    assert cli.parse_set(["horizon=16", "actor_hidden=[64, 64]", "log_dir=runs/x", "gamma=0.9", "layer_norm=false",
-                          "activation=elu", "bundle={\"num_samples\": 4}"]) == {
-        "horizon": 16, "actor_hidden": [64, 64], "log_dir": "runs/x", "gamma": 0.9, "layer_norm": False,
-        "activation": "elu", "bundle": {"num_samples": 4}}
+    assert cli.parse_set(
+        [
+            "horizon=16",
+            "actor_hidden=[64, 64]",
+            "log_dir=runs/x",
+            "gamma=0.9",
+            "layer_norm=false",
+            "activation=elu",
+            'bundle={"num_samples": 4}',
+        ]
+    ) == {
+        "horizon": 16,
+        "actor_hidden": [64, 64],
+        "log_dir": "runs/x",
+        "gamma": 0.9,
+        "layer_norm": False,
+        "activation": "elu",
+        "bundle": {"num_samples": 4},
+    }
     with pytest.raises(ValueError, match="--set expects KEY=VALUE"):
         cli.parse_set(["horizon"])
 
@@ -50,8 +65,20 @@ def test_set_values_parse_as_json_then_string():
 def test_train_settings_layer_config_then_set(tmp_path):
     config = tmp_path / "c.json"
     config.write_text(json.dumps({"num_envs": 8, "horizon": 4, "actor_hidden": [32]}))
-    args = _train_args("--out", str(tmp_path / "run"), "--config", str(config), "--set", "horizon=8",
-                       "--set", "bundle={\"num_samples\": 3}", "--estimator", "exact", "--seed", "2")
+    args = _train_args(
+        "--out",
+        str(tmp_path / "run"),
+        "--config",
+        str(config),
+        "--set",
+        "horizon=8",
+        "--set",
+        'bundle={"num_samples": 3}',
+        "--estimator",
+        "exact",
+        "--seed",
+        "2",
+    )
     s = cli.train_settings(args)
     assert s["num_envs"] == 8 and s["horizon"] == 8 and s["actor_hidden"] == [32]
     assert s["estimator"] == "exact" and s["seed"] == 2 and s["steps"] == cli.DEFAULT_TRAIN_STEPS
@@ -77,10 +104,22 @@ def test_resume_takes_the_runs_own_settings(tmp_path):
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)
     (run / "checkpoints" / "shac_00000004.msgpack").write_bytes(b"")
-    learner = {"num_envs": 4, "horizon": 8, "actor_hidden": [16], "estimator": "exact", "seed": 3, "bundle": None,
-               "log_dir": "/elsewhere", "checkpoint_dir": "/elsewhere/checkpoints", "restore_from": None}
-    (run / "config.json").write_text(json.dumps({"env_id": "BoxPush-v0", "algo": "shac", "estimator": "exact",
-                                                 "steps": 512, "seed": 3, "learner": learner}))
+    learner = {
+        "num_envs": 4,
+        "horizon": 8,
+        "actor_hidden": [16],
+        "estimator": "exact",
+        "seed": 3,
+        "bundle": None,
+        "log_dir": "/elsewhere",
+        "checkpoint_dir": "/elsewhere/checkpoints",
+        "restore_from": None,
+    }
+    (run / "config.json").write_text(
+        json.dumps(
+            {"env_id": "BoxPush-v0", "algo": "shac", "estimator": "exact", "steps": 512, "seed": 3, "learner": learner}
+        )
+    )
     s = cli.train_settings(_train_args("--resume", str(run), "--set", "checkpoint_every=2"))
     assert (s["env_id"], s["estimator"], s["seed"], s["steps"]) == ("BoxPush-v0", "exact", 3, 512)
     assert s["out_dir"] == str(run) and s["restore_from"] == str(run / "checkpoints")
@@ -117,8 +156,9 @@ def test_export_command(tmp_path, capsys):
     actor = networks.Actor(2, (8,)).init(jax.random.PRNGKey(0), jnp.zeros((5,)))
     params = jax.tree.map(np.asarray, {"normalizer": networks.normalizer_init(5), "actor": actor})
     (run / "params.msgpack").write_bytes(flax.serialization.msgpack_serialize(params))
-    (run / "config.json").write_text(json.dumps({"env_id": "BoxPush-v0", "algo": "shac", "action_size": 2,
-                                                 "learner": {"actor_hidden": [8]}}))
+    (run / "config.json").write_text(
+        json.dumps({"env_id": "BoxPush-v0", "algo": "shac", "action_size": 2, "learner": {"actor_hidden": [8]}})
+    )
     cli.main(["export", "--run", str(run)])
     assert f"wrote {run / 'policy.npz'}" in capsys.readouterr().out
     assert NumpyPolicy.load(run / "policy.npz")(np.zeros(5)).shape == (2,)
@@ -160,15 +200,18 @@ def test_export_input_errors_are_one_line(tmp_path, capsys):
     for name in ("config.json", "params.msgpack"):
         (run / name).write_text("{}")
     assert "exactly one of --run DIR (a SHAC run folder) and --policy FILE.npz" in _error_line(
-        capsys, ["export", "--run", str(run), "--policy", shipped])
+        capsys, ["export", "--run", str(run), "--policy", shipped]
+    )
     assert "got neither" in _error_line(capsys, ["export", "--format", "onnx"])
     assert "is an .npz already; --policy converts one to --format onnx" in _error_line(
-        capsys, ["export", "--policy", shipped, "--format", "npz"])
+        capsys, ["export", "--policy", shipped, "--format", "npz"]
+    )
     missing = str(tmp_path / "missing.npz")
     assert f"--policy {missing}: no such file" in _error_line(capsys, ["export", "--policy", missing])
     (tmp_path / "bad.npz").write_text("not a policy")
     assert "not a policy file of bcg_envs.export" in _error_line(
-        capsys, ["export", "--policy", str(tmp_path / "bad.npz"), "--out", str(tmp_path / "bad.onnx")])
+        capsys, ["export", "--policy", str(tmp_path / "bad.npz"), "--out", str(tmp_path / "bad.onnx")]
+    )
     assert not (tmp_path / "bad.onnx").exists()
     with pytest.raises(SystemExit) as exc:
         cli.main(["export", "--policy", shipped, "--format", "pt"])
@@ -183,8 +226,9 @@ def test_export_without_onnx_is_a_one_line_error(tmp_path, capsys, monkeypatch):
     from bcg_envs.envs.resources import trained_policy_path
 
     monkeypatch.setitem(sys.modules, "onnx", None)  # what a missing package looks like to import
-    err = _error_line(capsys, ["export", "--policy", str(trained_policy_path("BoxPush-v0")),
-                               "--out", str(tmp_path / "p.onnx")])
+    err = _error_line(
+        capsys, ["export", "--policy", str(trained_policy_path("BoxPush-v0")), "--out", str(tmp_path / "p.onnx")]
+    )
     assert 'pip install "bcg-envs[onnx]"' in err and not (tmp_path / "p.onnx").exists()
 
 
@@ -199,10 +243,34 @@ def test_train_resume_export_end_to_end(tmp_path, capsys):
     from bcg_envs.learners.runs import load_run
 
     run, cfg = tmp_path / "run", tmp_path / "shac.json"
-    cfg.write_text(json.dumps({"num_envs": 4, "horizon": 8, "actor_hidden": [16], "critic_hidden": [16],
-                               "num_evals": 0, "checkpoint_every": 1, "progress_bar": False}))
-    cli.main(["train", "--out", str(run), "--estimator", "exact", "--steps", "32", "--config", str(cfg),
-              "--set", "critic_iterations=2"])
+    cfg.write_text(
+        json.dumps(
+            {
+                "num_envs": 4,
+                "horizon": 8,
+                "actor_hidden": [16],
+                "critic_hidden": [16],
+                "num_evals": 0,
+                "checkpoint_every": 1,
+                "progress_bar": False,
+            }
+        )
+    )
+    cli.main(
+        [
+            "train",
+            "--out",
+            str(run),
+            "--estimator",
+            "exact",
+            "--steps",
+            "32",
+            "--config",
+            str(cfg),
+            "--set",
+            "critic_iterations=2",
+        ]
+    )
     out = capsys.readouterr().out
     assert f"run folder: {run.resolve()}" in out and "params.msgpack" in out and "checkpoints/" in out
     assert "final evaluation" not in out and "no evaluation (num_evals=0)" in out
@@ -238,12 +306,15 @@ def _error_line(capsys, argv):
     return lines[0]
 
 
-@pytest.mark.parametrize("argv, match", [
-    (["train", "--steps", "0"], "--steps must be a positive integer (env steps), got 0"),
-    (["train", "--env", "NoSuchEnv-v0"], "--env: unknown env id 'NoSuchEnv-v0'"),
-    (["train", "--set", "nope=1"], "unknown shac.train keyword 'nope'"),
-    (["train", "--set", "num_envs=0", "--steps", "8"], "num_envs, horizon and num_timesteps must be >= 1"),
-])
+@pytest.mark.parametrize(
+    "argv, match",
+    [
+        (["train", "--steps", "0"], "--steps must be a positive integer (env steps), got 0"),
+        (["train", "--env", "NoSuchEnv-v0"], "--env: unknown env id 'NoSuchEnv-v0'"),
+        (["train", "--set", "nope=1"], "unknown shac.train keyword 'nope'"),
+        (["train", "--set", "num_envs=0", "--steps", "8"], "num_envs, horizon and num_timesteps must be >= 1"),
+    ],
+)
 def test_train_input_errors_are_one_line_and_leave_no_run_folder(tmp_path, capsys, argv, match):
     run = tmp_path / "run"
     assert match in _error_line(capsys, [*argv, "--out", str(run)])
@@ -259,7 +330,8 @@ def test_missing_run_folders_are_one_line_errors(tmp_path, capsys):
     assert "params.msgpack missing" in _error_line(capsys, ["evaluate", "--run", str(tmp_path / "half")])
     assert "unknown env id" in _error_line(capsys, ["gradcheck", "--env", "Nope-v0"])
     assert "--boxpush-episodes must be a positive integer" in _error_line(
-        capsys, ["demo", "--boxpush-episodes", "0", "--out", str(tmp_path / "demo")])
+        capsys, ["demo", "--boxpush-episodes", "0", "--out", str(tmp_path / "demo")]
+    )
     assert not (tmp_path / "demo").exists()
 
 
@@ -319,8 +391,10 @@ def test_train_run_checks_its_inputs_before_creating_the_run_folder(tmp_path):
 def test_threads_table_reports_both_settings_and_their_ratio():
     from bcg_envs import bench
 
-    text = bench.report_cpu_threads({"1": {"step, 64 envs": [200.0, 100.0]},
-                                     "auto": {"step, 64 envs": [100.0, 50.0]}, "auto hung": {}}, "BoxPush-v0")
+    text = bench.report_cpu_threads(
+        {"1": {"step, 64 envs": [200.0, 100.0]}, "auto": {"step, 64 envs": [100.0, 50.0]}, "auto hung": {}},
+        "BoxPush-v0",
+    )
     assert "| step, 64 envs | 150 | 75 | 2.00 |" in text
     assert "auto hung" in text
 

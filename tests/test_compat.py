@@ -16,8 +16,14 @@ def _run(code: str, timeout: float) -> str:
     env = dict(os.environ)
     env.setdefault("JAX_COMPILATION_CACHE_DIR", str(_ROOT / ".jax_cache"))
     env.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=_ROOT, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     return proc.stdout
 

@@ -21,8 +21,14 @@ def run_fresh(code: str, tmp_path, timeout: float, env=None) -> str:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("BCG_ENVS_CPU")}
     full_env.update(env or {})
     try:
-        out = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                             timeout=timeout, cwd=tmp_path, env=full_env)
+        out = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=tmp_path,
+            env=full_env,
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"the fresh process did not finish within {timeout} s (hang)")
     assert out.returncode == 0, out.stderr[-3000:]
@@ -51,8 +57,9 @@ def test_import_gives_one_intra_op_thread_and_leaves_no_thread_pinned(tmp_path):
     pinned, eigen = map(int, run_fresh(_THREADS_PROBE, tmp_path, 300).split()[-2:])
     assert pinned == 0, f"{pinned} threads left with a narrower CPU affinity"
     assert eigen == 1
-    auto_pinned, auto_eigen = map(int, run_fresh(_THREADS_PROBE, tmp_path, 300,
-                                                 env={"BCG_ENVS_CPU_THREADS": "auto"}).split()[-2:])
+    auto_pinned, auto_eigen = map(
+        int, run_fresh(_THREADS_PROBE, tmp_path, 300, env={"BCG_ENVS_CPU_THREADS": "auto"}).split()[-2:]
+    )
     assert auto_pinned == 0 and auto_eigen > 1  # the opt-out keeps XLA's own pool
 
 
@@ -67,7 +74,8 @@ def test_import_after_a_jax_computation_warns_and_names_the_fix(tmp_path):
             import bcg_envs
         print([str(w.message) for w in caught if "CPU client" in str(w.message)])
         """,
-        tmp_path, 300,
+        tmp_path,
+        300,
     )
     assert "Import bcg_envs before running any JAX computation" in out
 
@@ -121,8 +129,9 @@ _USER_LOOP = """
 
 def run_user_loop(tmp_path, env_id: str, num_envs: int, loops: int, timeout: float) -> None:
     """A user's script (no conftest, no set-up call): every estimator's ``grad_step`` in a loop."""
-    code = textwrap.dedent(_USER_LOOP).replace("sys.argv[1], int(sys.argv[2]), int(sys.argv[3])",
-                                               f"{env_id!r}, {num_envs}, {loops}")
+    code = textwrap.dedent(_USER_LOOP).replace(
+        "sys.argv[1], int(sys.argv[2]), int(sys.argv[3])", f"{env_id!r}, {num_envs}, {loops}"
+    )
     assert run_fresh(code, tmp_path, timeout).strip().endswith("finished")
 
 
@@ -138,7 +147,8 @@ def test_batched_steps_finish_in_a_users_process(tmp_path):
             obs, *_ = env.step(env.action_space.sample())
         print("finished", bool(np.isfinite(obs).all()))
         """,
-        tmp_path, 600,
+        tmp_path,
+        600,
     )
     assert out.split()[-2:] == ["finished", "True"]
 

@@ -18,9 +18,23 @@ def test_demo_prints_its_sections_and_summary_and_writes_its_files(tmp_path):
     left to ``Renderer.__del__`` at shutdown)."""
     out = tmp_path / "demo"
     proc = subprocess.run(
-        [sys.executable, "-m", "bcg_envs.cli", "demo", "--out", str(out), "--steps", "6", "--boxpush-episodes", "2",
-         "--g1jump-episodes", "1"],
-        capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "bcg_envs.cli",
+            "demo",
+            "--out",
+            str(out),
+            "--steps",
+            "6",
+            "--boxpush-episodes",
+            "2",
+            "--g1jump-episodes",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr
     assert "Exception ignored" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

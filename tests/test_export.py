@@ -29,25 +29,46 @@ def _fake_run(path, hidden, activation, layer_norm, normalize):
     leaves = [jax.random.normal(k, x.shape) * 0.7 for k, x in zip(keys, leaves)]
     params = jax.tree.unflatten(treedef, leaves)
     rng = np.random.default_rng(2)
-    normalizer = {"mean": rng.normal(size=OBS).astype(np.float32),
-                  "var": rng.uniform(0.1, 4.0, size=OBS).astype(np.float32), "count": np.float32(10.0)}
+    normalizer = {
+        "mean": rng.normal(size=OBS).astype(np.float32),
+        "var": rng.uniform(0.1, 4.0, size=OBS).astype(np.float32),
+        "count": np.float32(10.0),
+    }
     tree = jax.tree.map(np.asarray, {"normalizer": normalizer, "actor": params, "critic": {}})
     path.mkdir()
-    learner = {"actor_hidden": list(hidden), "activation": activation, "layer_norm": layer_norm,
-               "normalize_observations": normalize, "seed": 0, "estimator": "bcg"}
-    config = {"env_id": "BoxPush-v0", "algo": "shac", "estimator": "bcg", "steps": 1, "seed": 0,
-              "observation_size": OBS, "action_size": ACT, "episode_length": 10, "learner": learner}
+    learner = {
+        "actor_hidden": list(hidden),
+        "activation": activation,
+        "layer_norm": layer_norm,
+        "normalize_observations": normalize,
+        "seed": 0,
+        "estimator": "bcg",
+    }
+    config = {
+        "env_id": "BoxPush-v0",
+        "algo": "shac",
+        "estimator": "bcg",
+        "steps": 1,
+        "seed": 0,
+        "observation_size": OBS,
+        "action_size": ACT,
+        "episode_length": 10,
+        "learner": learner,
+    }
     (path / "config.json").write_text(json.dumps(config))
     (path / "params.msgpack").write_bytes(flax.serialization.msgpack_serialize(tree))
     return path
 
 
-@pytest.mark.parametrize("hidden,activation,layer_norm,normalize", [
-    ((32, 16), "elu", True, True),
-    ((8,), "tanh", False, False),
-    ((16, 16, 8), "silu", True, False),
-    ((12,), "relu", False, True),
-])
+@pytest.mark.parametrize(
+    "hidden,activation,layer_norm,normalize",
+    [
+        ((32, 16), "elu", True, True),
+        ((8,), "tanh", False, False),
+        ((16, 16, 8), "silu", True, False),
+        ((12,), "relu", False, True),
+    ],
+)
 def test_numpy_policy_matches_jax_policy(tmp_path, hidden, activation, layer_norm, normalize):
     run = _fake_run(tmp_path / "run", hidden, activation, layer_norm, normalize)
     out = export_policy(run, tmp_path / "policy.npz")
@@ -69,8 +90,16 @@ def test_export_file_contents_and_errors(tmp_path):
     run = _fake_run(tmp_path / "run", (8, 4), "elu", True, True)
     out = export_policy(run, tmp_path / "sub" / "p.npz")
     with np.load(out, allow_pickle=False) as data:
-        assert {"layer_sizes", "kernel_0", "kernel_2", "ln_scale_1", "obs_mean", "obs_var", "activation",
-                "layer_norm"} <= set(data.files)
+        assert {
+            "layer_sizes",
+            "kernel_0",
+            "kernel_2",
+            "ln_scale_1",
+            "obs_mean",
+            "obs_var",
+            "activation",
+            "layer_norm",
+        } <= set(data.files)
         assert str(data["activation"]) == "elu" and bool(data["layer_norm"])
     with pytest.raises(ValueError, match=r"format must be one of \('npz', 'onnx'\), got 'pt'"):
         export_policy(run, tmp_path / "p.pt", format="pt")
@@ -84,12 +113,17 @@ def test_make_inference_fn_is_what_is_exported():
     """Guard: the exported layout assumes shac's policy is tanh(Actor mean) of normalized obs."""
     make_policy = shac.make_inference_fn(ACT, actor_hidden=(4,))
     actor = networks.Actor(ACT, (4,))
-    params = {"actor": actor.init(jax.random.PRNGKey(0), jnp.zeros((OBS,))), "normalizer": networks.normalizer_init(OBS)}
+    params = {
+        "actor": actor.init(jax.random.PRNGKey(0), jnp.zeros((OBS,))),
+        "normalizer": networks.normalizer_init(OBS),
+    }
     assert set(params["actor"]["params"]) == {"MLP_0", "log_std"}
     assert set(params["actor"]["params"]["MLP_0"]) == {"Dense_0", "LayerNorm_0", "Dense_1"}
     obs = jnp.ones((OBS,))
     a = make_policy(params, deterministic=True)(obs, jax.random.PRNGKey(0))[0]
-    np.testing.assert_allclose(a, jnp.tanh(actor.apply(params["actor"], networks.normalize(params["normalizer"], obs))[0]))
+    np.testing.assert_allclose(
+        a, jnp.tanh(actor.apply(params["actor"], networks.normalize(params["normalizer"], obs))[0])
+    )
 
 
 SHIPPED = sorted(POLICY_DIR.glob("*.npz"))
@@ -100,10 +134,17 @@ def _random_arrays(hidden, activation, layer_norm, normalize, output="tanh", obs
     layer reaches the nonlinear range of tanh and the clip)."""
     rng = np.random.default_rng(seed)
     sizes = [OBS, *hidden, ACT]
-    arrays = {"layer_sizes": np.asarray(sizes, np.int64), "activation": np.asarray(activation),
-              "layer_norm": np.asarray(layer_norm), "normalize_observations": np.asarray(normalize),
-              "obs_eps": np.asarray(obs_eps), "ln_eps": np.asarray(1e-6), "output": np.asarray(output),
-              "env_id": np.asarray("BoxPush-v0"), "format_version": np.asarray(2)}
+    arrays = {
+        "layer_sizes": np.asarray(sizes, np.int64),
+        "activation": np.asarray(activation),
+        "layer_norm": np.asarray(layer_norm),
+        "normalize_observations": np.asarray(normalize),
+        "obs_eps": np.asarray(obs_eps),
+        "ln_eps": np.asarray(1e-6),
+        "output": np.asarray(output),
+        "env_id": np.asarray("BoxPush-v0"),
+        "format_version": np.asarray(2),
+    }
     for i, (n_in, n_out) in enumerate(itertools.pairwise(sizes)):
         arrays[f"kernel_{i}"] = (rng.normal(size=(n_in, n_out)) * 2.0 / np.sqrt(n_in)).astype(np.float32)
         arrays[f"bias_{i}"] = rng.normal(scale=0.3, size=n_out).astype(np.float32)
@@ -187,8 +228,19 @@ def test_onnx_model_graph_and_metadata(tmp_path):
     assert [d.dim_param or d.dim_value for d in inp.type.tensor_type.shape.dim] == ["batch", OBS]
     assert [d.dim_param or d.dim_value for d in out.type.tensor_type.shape.dim] == ["batch", ACT]
     ops = [n.op_type for n in model.graph.node]
-    assert ops == ["Sub", "Div", "Clip", "MatMul", "Add", "Sigmoid", "Mul", "LayerNormalization", "MatMul", "Add",
-                   "Clip"]
+    assert ops == [
+        "Sub",
+        "Div",
+        "Clip",
+        "MatMul",
+        "Add",
+        "Sigmoid",
+        "Mul",
+        "LayerNormalization",
+        "MatMul",
+        "Add",
+        "Clip",
+    ]
     one = _onnx_actions(tmp_path / "p.onnx", _observations(OBS)[:1])  # a batch of one
     assert one.shape == (1, ACT)
 

@@ -15,8 +15,9 @@ N = 3
 
 @pytest.fixture(scope="module")
 def vec():
-    v = gym.make_vec("bcg_envs/BoxPush-v0", num_envs=N, vectorization_mode="vector_entry_point",
-                     config={"episode_length": 4})
+    v = gym.make_vec(
+        "bcg_envs/BoxPush-v0", num_envs=N, vectorization_mode="vector_entry_point", config={"episode_length": 4}
+    )
     yield v
     v.close()
 
@@ -95,9 +96,13 @@ def test_step_before_reset_and_bad_num_envs():
         GymVectorEnv("BoxPush-v0", 2, backend="warp")
 
 
-@pytest.mark.parametrize("backend, estimators", [("mujoco", ("exact", "bundle", "zeroth", "bcg", "alpha")),
-                                                 pytest.param("mjx", ("exact", "zeroth"),
-                                                              marks=pytest.mark.integration)])
+@pytest.mark.parametrize(
+    "backend, estimators",
+    [
+        ("mujoco", ("exact", "bundle", "zeroth", "bcg", "alpha")),
+        pytest.param("mjx", ("exact", "zeroth"), marks=pytest.mark.integration),
+    ],
+)
 def test_restored_state_counts_one_episode_step_per_step_not_per_call(backend, estimators):
     """``get_state`` carries the episode step counter and ``set_state(..., step=...)``
     restores it: ``grad_step`` with several estimators from one restored state advances

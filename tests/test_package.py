@@ -22,10 +22,9 @@ def test_wheel_installs_and_makes_every_env(tmp_path):
     """A wheel (not an editable install) carries the models and clips and no top-level
     ``baselines``: installed into a bare folder and imported from outside the repository,
     it makes every id (and G1Jump on the MuJoCo C backend, which loads the clips too). Dependencies come from this environment."""
+    import shutil
     import zipfile
     from pathlib import Path
-
-    import shutil
 
     repo = Path(__file__).resolve().parents[1]
     source, wheels, site = tmp_path / "source", tmp_path / "wheels", tmp_path / "site"
@@ -34,14 +33,24 @@ def test_wheel_installs_and_makes_every_env(tmp_path):
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(repo / name, source / name)
     pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
-    subprocess.run(pip + ["wheel", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(source)],
-                   check=True, capture_output=True, cwd=tmp_path)
+    subprocess.run(
+        pip + ["wheel", "--no-deps", "--no-build-isolation", "-w", str(wheels), str(source)],
+        check=True,
+        capture_output=True,
+        cwd=tmp_path,
+    )
     (wheel,) = wheels.glob("bcg_envs-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")} == {"bcg_envs"}
     assert not any(n.startswith("baselines/") for n in names)
-    for asset in ("box_push/box_push.xml", "planar_hand/planar_hand.xml", "g1/g1.xml", "motions/g1_jump.csv",
-                  "policies/G1Jump-v0.npz", "policies/BoxPush-v0.shac_exact.npz"):
+    for asset in (
+        "box_push/box_push.xml",
+        "planar_hand/planar_hand.xml",
+        "g1/g1.xml",
+        "motions/g1_jump.csv",
+        "policies/G1Jump-v0.npz",
+        "policies/BoxPush-v0.shac_exact.npz",
+    ):
         assert f"bcg_envs/assets/{asset}" in names
     subprocess.run(pip + ["install", "--no-deps", "--target", str(site), str(wheel)], check=True, capture_output=True)
     code = (
@@ -54,7 +63,8 @@ def test_wheel_installs_and_makes_every_env(tmp_path):
         "print('made', len(bcg_envs.list_envs()))\n"
     )
     env = {k: v for k, v in __import__("os").environ.items() if k != "PYTHONPATH"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
-                         env={**env, "PYTHONPATH": str(site)})
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, env={**env, "PYTHONPATH": str(site)}
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     assert "made 6" in out.stdout

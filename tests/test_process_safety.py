@@ -20,8 +20,15 @@ FIX = 'vector_kwargs={"context": "spawn"}'
 def run_fresh(code: str, tmp_path, timeout: float) -> subprocess.CompletedProcess:
     """Run ``code`` in a new interpreter in ``tmp_path``; fail (not hang) past ``timeout`` s."""
     try:
-        return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                              timeout=timeout, cwd=tmp_path, env=dict(os.environ), check=False)
+        return subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(code)],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=tmp_path,
+            env=dict(os.environ),
+            check=False,
+        )
     except subprocess.TimeoutExpired as err:
         pytest.fail(f"the fresh process did not finish within {timeout} s (hang); stderr: {str(err.stderr)[-2000:]}")
 
@@ -79,7 +86,8 @@ def test_async_vector_env_runs_with_the_start_method_named(tmp_path, backend, co
             env.close()
             print("finished", obs.shape, bool(np.isfinite(obs).all()))
         """,
-        tmp_path, 300,
+        tmp_path,
+        300,
     )
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.split()[-1] == "True" and "(2, " in out.stdout
@@ -113,7 +121,8 @@ def test_forked_child_runs_before_jax_started_and_fails_fast_after(tmp_path):
             p.join(240)
             print(label, p.exitcode, flush=True)
         """,
-        tmp_path, 300,
+        tmp_path,
+        300,
     )
     assert out.returncode == 0, out.stderr[-3000:]
     lines = out.stdout.splitlines()
@@ -143,7 +152,8 @@ def test_sb3_subproc_vec_env_runs(tmp_path):
             env.close()
             print("finished", obs.shape, bool(np.isfinite(obs).all()))
         """,
-        tmp_path, 300,
+        tmp_path,
+        300,
     )
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.split()[-1] == "True", out.stdout

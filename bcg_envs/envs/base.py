@@ -29,7 +29,15 @@ from bcg_envs.physics import model_fields
 from bcg_envs.physics.model_fields import RandomizationFn
 from bcg_envs.physics.moreau_contact import MoreauContact
 from bcg_envs.physics.penalty_contact import PenaltyContact
-from bcg_envs.physics.simulator import CONTACT_MODELS, KAPPA_MODELS, MAX_QVEL, ContactStiffness, Physics, load_model, refresh
+from bcg_envs.physics.simulator import (
+    CONTACT_MODELS,
+    KAPPA_MODELS,
+    MAX_QVEL,
+    ContactStiffness,
+    Physics,
+    load_model,
+    refresh,
+)
 
 #: Info entries holding a running bcg branch rollout (``DifferentiableStep.Branches``):
 #: present only in the states of an env whose estimator rolls branches (``bcg`` with
@@ -111,13 +119,17 @@ def _contact_params(cls, kappa: Optional[float], options: Optional[Dict[str, Any
     known = [f.name for f in dataclasses.fields(cls) if f.name != "kappa"]
     unknown = sorted(set(options) - set(known))
     if unknown:
-        raise ValueError(f"unknown contact_options {unknown} for {cls.__name__}; known: {known} (kappa is its own argument)")
+        raise ValueError(
+            f"unknown contact_options {unknown} for {cls.__name__}; known: {known} (kappa is its own argument)"
+        )
     if kappa is not None:
         options["kappa"] = kappa
     return cls(**options)
 
 
-def merge_config(defaults: Dict[str, Any], overrides: Optional[Dict[str, Any]], where: str = "config") -> Dict[str, Any]:
+def merge_config(
+    defaults: Dict[str, Any], overrides: Optional[Dict[str, Any]], where: str = "config"
+) -> Dict[str, Any]:
     """Recursively override ``defaults``; unknown keys raise ``ValueError``."""
     out = copy.deepcopy(defaults)
     for key, value in (overrides or {}).items():
@@ -183,7 +195,9 @@ class MjxEnv(abc.ABC):
         if randomize not in RANDOMIZE:
             raise ValueError(f"randomize must be one of {RANDOMIZE}, got {randomize!r}")
         if randomization_fn is not None and not callable(randomization_fn):
-            raise ValueError(f"randomization_fn must be callable (model, rng) -> (model, in_axes), got {randomization_fn!r}")
+            raise ValueError(
+                f"randomization_fn must be callable (model, rng) -> (model, in_axes), got {randomization_fn!r}"
+            )
         if randomization_fn is not None and randomize is None:
             raise ValueError("randomization_fn is drawn at every reset; pass randomize='episode' with it")
         self.config = merge_config(self.default_config(), config)
@@ -194,9 +208,13 @@ class MjxEnv(abc.ABC):
         penalty = moreau = None
         if contact_model in KAPPA_MODELS:
             if contact_stiffness is not None:
-                raise ValueError(f"contact_stiffness sets MuJoCo's soft contact; with contact_model={contact_model!r} use kappa")
+                raise ValueError(
+                    f"contact_stiffness sets MuJoCo's soft contact; with contact_model={contact_model!r} use kappa"
+                )
             self.contact_stiffness = None
-            params = _contact_params(PenaltyContact if contact_model == "penalty" else MoreauContact, kappa, contact_options)
+            params = _contact_params(
+                PenaltyContact if contact_model == "penalty" else MoreauContact, kappa, contact_options
+            )
             if contact_model == "penalty":
                 penalty = params
             else:
@@ -260,7 +278,9 @@ class MjxEnv(abc.ABC):
         """Observation of ``data`` (a smooth function of the state)."""
 
     @abc.abstractmethod
-    def reward_terms(self, prev: mjx.Data, action: jax.Array, data: mjx.Data, info: Dict[str, Any]) -> Dict[str, jax.Array]:
+    def reward_terms(
+        self, prev: mjx.Data, action: jax.Array, data: mjx.Data, info: Dict[str, Any]
+    ) -> Dict[str, jax.Array]:
         """Unweighted reward terms; weights live in ``config['reward_weights']``."""
 
     @abc.abstractmethod
@@ -442,7 +462,9 @@ class MjxEnv(abc.ABC):
                 "(make_jax(id, estimator=..., bundle=...))"
             )
         branches = Branches(*(state.info[k] for k in BRANCH_INFO)) if carried else None
-        result = advance(state.data, self.physics_action(action, state.info), key, state.info["bundle_window"], branches)
+        result = advance(
+            state.data, self.physics_action(action, state.info), key, state.info["bundle_window"], branches
+        )
         diverged = ~(
             jnp.all(jnp.isfinite(result.data.qpos))
             & jnp.all(jnp.isfinite(result.data.qvel))
@@ -468,7 +490,9 @@ class MjxEnv(abc.ABC):
         metrics = dict(state.metrics)
         metrics.update({f"reward/{k}": v for k, v in weighted.items()})
         metrics["is_success"] = info["is_success"].astype(jnp.float32)
-        return state.replace(data=data, obs=obs, reward=reward, done=done.astype(jnp.float32), metrics=metrics, info=info)
+        return state.replace(
+            data=data, obs=obs, reward=reward, done=done.astype(jnp.float32), metrics=metrics, info=info
+        )
 
     def finish_step(self, prev: mjx.Data, action: jax.Array, data: mjx.Data, info: Dict[str, Any]):
         """The task's side of a step, after the physics, shared by both backends (MJX here,
@@ -521,5 +545,8 @@ class MjxEnv(abc.ABC):
         diverged = next_state.info["sim_diverged"]
         jac = jax.tree.map(lambda j: jnp.where(diverged, jnp.zeros_like(j), j), jac)
         info = dict(next_state.info)
-        info.update(bundle_dropped=jnp.asarray(stats["bundle_dropped"], jnp.int32), bundle_alpha=jnp.asarray(stats["alpha"], jnp.float32))
+        info.update(
+            bundle_dropped=jnp.asarray(stats["bundle_dropped"], jnp.int32),
+            bundle_alpha=jnp.asarray(stats["alpha"], jnp.float32),
+        )
         return next_state.replace(info=info), jac

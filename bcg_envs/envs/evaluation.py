@@ -65,18 +65,28 @@ def run_episodes(
         returns, lengths, successes = zip(*(episode(env, policy, seed + i) for i in range(episodes)))
     finally:
         env.close()
-    out: Dict[str, Any] = {"returns": np.asarray(returns), "lengths": np.asarray(lengths),
-                           "successes": np.asarray(successes)}
-    out.update(mean_return=float(np.mean(returns)), std_return=float(np.std(returns)),
-               mean_length=float(np.mean(lengths)), episodes=int(episodes), **success_summary(successes))
+    out: Dict[str, Any] = {
+        "returns": np.asarray(returns),
+        "lengths": np.asarray(lengths),
+        "successes": np.asarray(successes),
+    }
+    out.update(
+        mean_return=float(np.mean(returns)),
+        std_return=float(np.std(returns)),
+        mean_length=float(np.mean(lengths)),
+        episodes=int(episodes),
+        **success_summary(successes),
+    )
     return out
 
 
 def report(env_id: str, result: Dict[str, Any]) -> str:
     """One line: success rate [95 % Wilson interval], mean return, mean episode length."""
-    return (f"{env_id}: success {format_success(result)} over {result['episodes']} episodes; "
-            f"return {result['mean_return']:.1f} ± {result['std_return']:.1f}; "
-            f"episode length {result['mean_length']:.1f}")
+    return (
+        f"{env_id}: success {format_success(result)} over {result['episodes']} episodes; "
+        f"return {result['mean_return']:.1f} ± {result['std_return']:.1f}; "
+        f"episode length {result['mean_length']:.1f}"
+    )
 
 
 def main(env_id: str, policies: Dict[str, Callable[[], Policy]], description: str, argv=None) -> Dict[str, Any]:

@@ -121,9 +121,7 @@ class BundleConfig:
         object.__setattr__(self, "state_sigma", (float(sigma[0]), float(sigma[1])))
         if not _is_real(self.action_sigma) or not self.action_sigma >= 0 or not math.isfinite(self.action_sigma):
             raise bad("action_sigma", "a finite float >= 0", self.action_sigma)
-        if self.force_threshold is not None and (
-            not _is_real(self.force_threshold) or not self.force_threshold >= 0
-        ):
+        if self.force_threshold is not None and (not _is_real(self.force_threshold) or not self.force_threshold >= 0):
             raise bad("force_threshold", "None or a float >= 0 (newtons)", self.force_threshold)
         if self.trigger not in TRIGGERS:
             raise bad("trigger", f"one of {TRIGGERS}", self.trigger)
@@ -143,7 +141,11 @@ class BundleConfig:
             raise bad("perturb_base", "a bool", self.perturb_base)
         if not isinstance(self.allow_underdetermined, bool):
             raise bad("allow_underdetermined", "a bool", self.allow_underdetermined)
-        if not _is_real(self.alpha_tolerance) or not self.alpha_tolerance > 0 or not math.isfinite(self.alpha_tolerance):
+        if (
+            not _is_real(self.alpha_tolerance)
+            or not self.alpha_tolerance > 0
+            or not math.isfinite(self.alpha_tolerance)
+        ):
             raise bad("alpha_tolerance", "a finite float > 0", self.alpha_tolerance)
         if self.alpha_bound not in ALPHA_BOUNDS:
             raise bad("alpha_bound", f"one of {ALPHA_BOUNDS}", self.alpha_bound)

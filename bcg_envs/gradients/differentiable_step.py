@@ -43,7 +43,6 @@ import numpy as np
 from mujoco import mjx
 
 from bcg_envs.gradients import estimators
-from bcg_envs.gradients.trigger import bundle_decision
 from bcg_envs.gradients.config import BundleConfig, samples_for
 from bcg_envs.gradients.perturbations import (
     contact_jacobian,
@@ -53,6 +52,7 @@ from bcg_envs.gradients.perturbations import (
     global_sigma,
 )
 from bcg_envs.gradients.registry import Estimator, resolve
+from bcg_envs.gradients.trigger import bundle_decision
 from bcg_envs.physics import tangent
 from bcg_envs.physics.simulator import MAX_QVEL, ContactReport, Physics, control_step_with_contacts, refresh
 
@@ -156,7 +156,9 @@ class DifferentiableStep:
         object.__setattr__(self, "_vjp_step", build())
         if self.branching:
             object.__setattr__(self, "_branches_forward", triggered_bundle(at("_no_branches"), at("_roll_branches")))
-            object.__setattr__(self, "_branch_backward", triggered_bundle(at("_exact_backward"), at("_branches_backward")))
+            object.__setattr__(
+                self, "_branch_backward", triggered_bundle(at("_exact_backward"), at("_branches_backward"))
+            )
             object.__setattr__(self, "_branch_step", self._build_branch_step())
 
     # ----- tangent coordinates -------------------------------------------------------
@@ -329,7 +331,9 @@ class DifferentiableStep:
         ``pull(g_y) -> (A^T g_y, B^T g_y)`` in tangent coordinates, from one forward pass."""
 
         def f(dx, du):
-            d1, contact = control_step_with_contacts(self.physics, self.displace(data0, dx), self.action_to_ctrl(action + du))
+            d1, contact = control_step_with_contacts(
+                self.physics, self.displace(data0, dx), self.action_to_ctrl(action + du)
+            )
             return self.offset(d1, jax.lax.stop_gradient(d1)), (d1, contact)
 
         zx, zu = jnp.zeros(self.nx, data0.qvel.dtype), jnp.zeros(self.nu, action.dtype)
@@ -533,7 +537,9 @@ class DifferentiableStep:
 
         def fwd(qpos, qvel, act, action, data0, key, window, branches, traced):
             me = self.at_traced(traced)
-            out, (aux, (start, active, rolled)) = me._branching_primal(qpos, qvel, act, action, data0, key, window, branches)
+            out, (aux, (start, active, rolled)) = me._branching_primal(
+                qpos, qvel, act, action, data0, key, window, branches
+            )
             data0 = data0.replace(qpos=qpos, qvel=qvel, act=act)
             ref = Configuration(out[0], out[1], out[2])
             return (out, aux), (data0, action, key, aux[1], start, active, branches, rolled, ref, out[3].valid, traced)
@@ -548,14 +554,29 @@ class DifferentiableStep:
                 active, traced, start, data0, action, key, contact, branches, rolled, ref, g_state, g_kept
             )
             nq, nv = int(self.physics.mj_model.nq), self.nv
-            return (g_in[:nq], g_in[nq : nq + nv], g_in[nq + nv :], g_u, None, None, None, Branches(g_branches, None), None)
+            return (
+                g_in[:nq],
+                g_in[nq : nq + nv],
+                g_in[nq + nv :],
+                g_u,
+                None,
+                None,
+                None,
+                Branches(g_branches, None),
+                None,
+            )
 
         step = jax.custom_vjp(primal)
         step.defvjp(fwd, bwd)
         return step
 
     def plain(
-        self, data0: mjx.Data, action: jnp.ndarray, key: jax.Array, window: jnp.ndarray, branches: Branches | None = None
+        self,
+        data0: mjx.Data,
+        action: jnp.ndarray,
+        key: jax.Array,
+        window: jnp.ndarray,
+        branches: Branches | None = None,
     ) -> StepResult:
         """The step's values without its derivative rules or branch rollouts: ``__call__``'s
         next state, contact report, ``bundled`` and window, with no branches carried and
@@ -587,7 +608,12 @@ class DifferentiableStep:
         )
 
     def __call__(
-        self, data0: mjx.Data, action: jnp.ndarray, key: jax.Array, window: jnp.ndarray, branches: Branches | None = None
+        self,
+        data0: mjx.Data,
+        action: jnp.ndarray,
+        key: jax.Array,
+        window: jnp.ndarray,
+        branches: Branches | None = None,
     ) -> StepResult:
         """Step differentiably: gradients flow through ``data0``'s qpos/qvel/act, ``action``
         and the carried ``branches`` (``bcg`` with ``horizon > 1``; ``None``: no running
@@ -610,7 +636,9 @@ class DifferentiableStep:
             next_data, contact, trigger = jax.lax.stop_gradient((next_data, contact, trigger))
             stats = {"bundle_dropped": dropped}
         else:
-            (qpos, qvel, act), aux = self._vjp_step(data0.qpos, data0.qvel, data0.act, action, aux_in, key, window, traced)
+            (qpos, qvel, act), aux = self._vjp_step(
+                data0.qpos, data0.qvel, data0.act, action, aux_in, key, window, traced
+            )
             next_data, contact, trigger = jax.lax.stop_gradient(aux)
             next_window = self._next_window(contact, window) if self.estimator.triggered else jnp.zeros((), jnp.int32)
             carried, stats = Branches(jnp.zeros_like(branches.z), jnp.zeros_like(branches.valid)), {}

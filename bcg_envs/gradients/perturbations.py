@@ -95,8 +95,9 @@ class ContactChain(NamedTuple):
     chain: Any
 
 
-def contact_chain(jacobian: Any, damping: float, perturbable: Optional[Any] = None, xp: Any = np,
-                  dtype: Optional[Any] = None) -> ContactChain:
+def contact_chain(
+    jacobian: Any, damping: float, perturbable: Optional[Any] = None, xp: Any = np, dtype: Optional[Any] = None
+) -> ContactChain:
     """The chain and Gram matrix of a stacked contact Jacobian, in array module ``xp``.
 
     ``perturbable`` (bool, nv) masks the dofs a perturbation may move: the other columns
@@ -116,8 +117,15 @@ def draw_size(space: str, chain: ContactChain) -> int:
     return int(chain.jacobian.shape[0] if space == "cartesian" else chain.jacobian.shape[1])
 
 
-def chain_offsets(chain: ContactChain, space: str, state_sigma: Tuple[float, float], z_pos: Any, z_vel: Any,
-                  row_scale: Optional[Any] = None, xp: Any = np) -> Tuple[Any, Any]:
+def chain_offsets(
+    chain: ContactChain,
+    space: str,
+    state_sigma: Tuple[float, float],
+    z_pos: Any,
+    z_vel: Any,
+    row_scale: Optional[Any] = None,
+    xp: Any = np,
+) -> Tuple[Any, Any]:
     """``(dq, dqvel)`` (nv each) of one contact-local offset from standard normals ``z_pos``,
     ``z_vel`` (``draw_size`` each).
 

@@ -27,8 +27,8 @@ import numpy as np
 
 from bcg_envs.envs.evaluation import episode
 from bcg_envs.learners import shac
-from bcg_envs.stats import success_summary
 from bcg_envs.registry import short_name
+from bcg_envs.stats import success_summary
 
 ALGOS = ("shac",)
 
@@ -227,8 +227,13 @@ def _rollout_mjx(env_id, estimator, policy, episodes, seed, episode_length):
             alive = alive & (nxt.done <= 0) & ~nxt.info["truncated"]
             return (nxt, alive, ret, steps, success), None
 
-        init = (state, jnp.ones((episodes,), bool), jnp.zeros((episodes,)), jnp.zeros((episodes,), jnp.int32),
-                jnp.zeros((episodes,), bool))
+        init = (
+            state,
+            jnp.ones((episodes,), bool),
+            jnp.zeros((episodes,)),
+            jnp.zeros((episodes,), jnp.int32),
+            jnp.zeros((episodes,), bool),
+        )
         (_, _, ret, steps, success), _ = jax.lax.scan(body, init, None, length=length)
         return ret, steps, success
 
@@ -254,7 +259,9 @@ def _numpy_policy(policy, seed: int):
 def _rollout_gym(env_id, policy, episodes, seed, episode_length, backend):
     env = _gym_env(env_id, backend)
     try:
-        results = [episode(env, _numpy_policy(policy, seed + i), seed + i, episode_length or None) for i in range(episodes)]
+        results = [
+            episode(env, _numpy_policy(policy, seed + i), seed + i, episode_length or None) for i in range(episodes)
+        ]
     finally:
         env.close()
     returns, lengths, successes = (np.array(x) for x in zip(*results))

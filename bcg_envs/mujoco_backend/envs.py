@@ -82,7 +82,9 @@ class MujocoSimulation:
     def get_state(self):
         return self.core.get_state()
 
-    def set_state(self, qpos: np.ndarray, qvel: np.ndarray, act: Optional[np.ndarray], step: Optional[int] = None) -> None:
+    def set_state(
+        self, qpos: np.ndarray, qvel: np.ndarray, act: Optional[np.ndarray], step: Optional[int] = None
+    ) -> None:
         """Fresh data at (qpos, qvel, act) with the episode's task info; ``step`` (None:
         kept) sets the episode step counter."""
         core = self.core
@@ -140,7 +142,10 @@ class MujocoBatchSimulation:
 
     def _observe_all(self, idx) -> np.ndarray:
         p = self.task.program
-        packs = [p.pack(self.cores[i].leaves, np.zeros(p.nu, np.float32), self.cores[i].leaves, self.cores[i].info) for i in idx]
+        packs = [
+            p.pack(self.cores[i].leaves, np.zeros(p.nu, np.float32), self.cores[i].leaves, self.cores[i].info)
+            for i in idx
+        ]
         out = p(np.stack([x[0] for x in packs]), np.stack([x[1] for x in packs]), batched=True)
         obs, *_ = p.unpack(out)
         for j, i in enumerate(idx):

@@ -14,7 +14,7 @@ from bcg_envs.gradients.config import BundleConfig, samples_for
 from bcg_envs.gradients.estimators import alpha_order_combine
 from bcg_envs.gradients.perturbations import chain_offsets, contact_chain, draw_size, floating_base_dofs, global_sigma
 from bcg_envs.gradients.registry import Estimator, resolve
-from bcg_envs.mujoco_backend.simulation import FD_EPS, KIN_FD_EPS, FULL_STATE, ContactLog, EnvCore, TaskModel
+from bcg_envs.mujoco_backend.simulation import FD_EPS, FULL_STATE, KIN_FD_EPS, ContactLog, EnvCore, TaskModel
 
 
 # ======================================================================================
@@ -24,7 +24,9 @@ class Transition:
     """``f(dx, du)`` of one control step from a saved state, batched through ``Rollout``:
     the tangent offset of the next state from ``ref`` (the nominal next state)."""
 
-    def __init__(self, shared: TaskModel, state: np.ndarray, warmstart: np.ndarray, action: np.ndarray, ref: np.ndarray):
+    def __init__(
+        self, shared: TaskModel, state: np.ndarray, warmstart: np.ndarray, action: np.ndarray, ref: np.ndarray
+    ):
         self.s = shared
         self.state, self.warmstart, self.action = state, warmstart, action
         self.qpos, self.qvel, self.act = (x.copy() for x in shared.state_parts(state))
@@ -143,8 +145,15 @@ class _FiniteDifferences:
     """``StepDerivatives`` of one step as ``(A, B, bundle_dropped, alpha)``, from central
     differences of ``f`` in MuJoCo C (``DifferentiableStep._jacobians``' counterpart)."""
 
-    def __init__(self, core: EnvCore, f: Transition, estimator: Estimator, cfg: BundleConfig, log: ContactLog,
-                 rng: np.random.Generator):
+    def __init__(
+        self,
+        core: EnvCore,
+        f: Transition,
+        estimator: Estimator,
+        cfg: BundleConfig,
+        log: ContactLog,
+        rng: np.random.Generator,
+    ):
         self.core, self.f, self.estimator, self.cfg, self.log, self.rng = core, f, estimator, cfg, log, rng
 
     def _samples(self):
@@ -188,15 +197,28 @@ class _FiniteDifferences:
         dx, du, w, dy, valid = self._forward_differences()
         A_i, B_i = self.f.jacobians_at(dx, du)
         valid = valid & _finite(A_i, B_i)
-        AB, alpha = alpha_order_combine(np.concatenate([A_i, B_i], axis=2), valid, w, dy,
-                                        global_sigma(s.nv, s.na, s.nu, cfg, zeroth=True), cfg.alpha_tolerance,
-                                        cfg.alpha_bound)
+        AB, alpha = alpha_order_combine(
+            np.concatenate([A_i, B_i], axis=2),
+            valid,
+            w,
+            dy,
+            global_sigma(s.nv, s.na, s.nu, cfg, zeroth=True),
+            cfg.alpha_tolerance,
+            cfg.alpha_bound,
+        )
         AB = np.asarray(AB)
         return AB[:, : s.nx], AB[:, s.nx :], int(dx.shape[0] - valid.sum()), float(np.asarray(alpha))
 
 
-def _estimate(core: EnvCore, f: Transition, estimator: Estimator, cfg: BundleConfig, log: ContactLog, trigger: bool,
-              rng: np.random.Generator):
+def _estimate(
+    core: EnvCore,
+    f: Transition,
+    estimator: Estimator,
+    cfg: BundleConfig,
+    log: ContactLog,
+    trigger: bool,
+    rng: np.random.Generator,
+):
     """(A, B, bundle_dropped, alpha) of one step, as ``DifferentiableStep._jacobians``: a
     triggered estimator's exact derivative where its trigger is off, else its bundle's."""
     ops = _FiniteDifferences(core, f, estimator, cfg, log, rng)
@@ -290,8 +312,17 @@ class Stepper:
         out = core.evaluate(prev, clipped, core.leaves, core.info)
         return core.outputs(out)
 
-    def mean_forward(self, core: EnvCore, start: np.ndarray, warm: np.ndarray, u: np.ndarray, est: Estimator,
-                     cfg: BundleConfig, log: ContactLog, rng: np.random.Generator) -> None:
+    def mean_forward(
+        self,
+        core: EnvCore,
+        start: np.ndarray,
+        warm: np.ndarray,
+        u: np.ndarray,
+        est: Estimator,
+        cfg: BundleConfig,
+        log: ContactLog,
+        rng: np.random.Generator,
+    ) -> None:
         """``forward="mean"``: branches from the step's start under the physics action ``u``."""
         s = self.s
         ref = np.concatenate([core.d.qpos, core.d.qvel, core.d.act])
@@ -306,8 +337,9 @@ class Stepper:
         mujoco.mj_kinematics(m, d0)
         mujoco.mj_comPos(m, d0)
 
-    def grad_step(self, core: EnvCore, action: np.ndarray, estimator: Optional[Estimator],
-                  bundle: Optional[BundleConfig]):
+    def grad_step(
+        self, core: EnvCore, action: np.ndarray, estimator: Optional[Estimator], bundle: Optional[BundleConfig]
+    ):
         """``(outputs, Jacobians)`` of one step of ``core`` by ``estimator`` (None: the env's),
         an ``Estimator`` resolved by the caller (``GymEnv.grad_step``)."""
         s = self.s
@@ -324,7 +356,9 @@ class Stepper:
             prev = core.finish(True, log, trig, window, clipped)
             out = core.evaluate(prev, clipped, core.leaves, core.info)
             res = core.outputs(out)
-            jac = Jacobians(np.zeros((nx, nx)), np.zeros((nx, nu)), np.zeros(nx), np.zeros(nu), np.zeros((s.program.nobs, nx)))
+            jac = Jacobians(
+                np.zeros((nx, nx)), np.zeros((nx, nu)), np.zeros(nx), np.zeros(nu), np.zeros((s.program.nobs, nx))
+            )
             core.info["bundle_dropped"] = 0
             core.info["bundle_alpha"] = 1.0
             return res, jac

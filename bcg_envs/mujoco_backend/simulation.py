@@ -23,8 +23,6 @@ from bcg_envs.mujoco_backend.task_program import TaskProgram
 from bcg_envs.mujoco_backend.task_spec import TaskSpec
 from bcg_envs.physics import model_fields
 
-
-
 #: Step of the central differences of the control step (tangent coordinates, action).
 FD_EPS = 1e-6
 #: Step of the central differences of the C kinematics behind r_x and C.
@@ -34,7 +32,10 @@ KIN_FD_EPS = 1e-6
 #: what integration changes (restoring a step's start).
 FULL_STATE = mujoco.mjtState.mjSTATE_FULLPHYSICS
 INTEGRATION_STATE = mujoco.mjtState.mjSTATE_INTEGRATION
-_BAD = sorted(int(w) for w in (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL))
+_BAD = sorted(
+    int(w)
+    for w in (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL)
+)
 assert _BAD == list(range(_BAD[0], _BAD[0] + 3))
 _BAD_SLICE = slice(_BAD[0], _BAD[0] + 3)
 
@@ -51,9 +52,19 @@ def bundle_decision_scalar(estimator: Estimator, pressing: bool, window: int, ho
 #: The constants ``mj_setConst`` derives at ``qpos0`` that MJX's step reads too (the
 #: ``*0`` fields of both models but ``dof_M0``, which only MuJoCo C reads).
 SET_CONST_FIELDS = (
-    "body_subtreemass", "body_invweight0", "dof_invweight0", "tendon_invweight0", "tendon_length0",
-    "actuator_acc0", "actuator_length0", "cam_pos0", "cam_poscom0", "cam_mat0", "light_pos0",
-    "light_poscom0", "light_dir0",
+    "body_subtreemass",
+    "body_invweight0",
+    "dof_invweight0",
+    "tendon_invweight0",
+    "tendon_length0",
+    "actuator_acc0",
+    "actuator_length0",
+    "cam_pos0",
+    "cam_poscom0",
+    "cam_mat0",
+    "light_pos0",
+    "light_poscom0",
+    "light_dir0",
 )
 
 
@@ -102,8 +113,6 @@ def _default_threads() -> int:
     except AttributeError:  # pragma: no cover - platforms without affinity
         n = os.cpu_count() or 1
     return 0 if n <= 1 else min(n, 8)
-
-
 
 
 # ======================================================================================
@@ -338,19 +347,32 @@ class TaskModel:
             self.rollout.close()
             self.rollout = None
 
-    def run_rollout(self, states: np.ndarray, ctrl: np.ndarray, warmstart: np.ndarray,
-                    models: Optional[Sequence[mujoco.MjModel]] = None) -> np.ndarray:
+    def run_rollout(
+        self,
+        states: np.ndarray,
+        ctrl: np.ndarray,
+        warmstart: np.ndarray,
+        models: Optional[Sequence[mujoco.MjModel]] = None,
+    ) -> np.ndarray:
         """Roll every (state, ctrl) for one control step: (k, n_substeps, nstate); ``models``:
         one model per row (each env's own), None: ``self.model`` for all."""
         out, _ = self.rollout.rollout(
-            self.model if models is None else models, self._rollout_data, states, ctrl[:, None, :],
-            nstep=self.n_substeps, initial_warmstart=np.atleast_2d(warmstart),
+            self.model if models is None else models,
+            self._rollout_data,
+            states,
+            ctrl[:, None, :],
+            nstep=self.n_substeps,
+            initial_warmstart=np.atleast_2d(warmstart),
         )
         return out
 
     def state_parts(self, states: np.ndarray):
         o = self.off_qpos, self.off_qvel, self.off_act
-        return (states[..., o[0] : o[0] + self.nq], states[..., o[1] : o[1] + self.nv], states[..., o[2] : o[2] + self.na])
+        return (
+            states[..., o[0] : o[0] + self.nq],
+            states[..., o[1] : o[1] + self.nv],
+            states[..., o[2] : o[2] + self.na],
+        )
 
     def new_info(self, task_info: Dict[str, np.ndarray]) -> Dict[str, Any]:
         """Host-side task info (Python scalars, NumPy arrays), the keys of ``state_from``."""

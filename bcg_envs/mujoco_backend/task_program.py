@@ -105,7 +105,10 @@ class TaskProgram:
         self.nf, self.ni = nf, ni
         groups = {"prev": 0, "data": 1, "info": 2, "action": 3}
         # flat: entries of more than one axis are raveled when packed
-        self._slots = [(groups[g], k, integer, off, off + size, len(shape) > 1) for g, k, shape, integer, off, size in self._entries]
+        self._slots = [
+            (groups[g], k, integer, off, off + size, len(shape) > 1)
+            for g, k, shape, integer, off, size in self._entries
+        ]
         self._task_info_sizes = [int(np.prod(self.info_avals[k][0], dtype=np.int64)) for k in self.task_info_keys]
         self.nout = self.nobs + 3 + len(self.metric_keys) + sum(self._task_info_sizes)
         self._obs_low, self._obs_high = np.array(-OBS_BOUND, np.float32), np.array(OBS_BOUND, np.float32)
@@ -130,7 +133,11 @@ class TaskProgram:
             out = []
             for i, (shape, dtype) in enumerate(self._avals):
                 if i in leaves[group]:
-                    out.append(leaves[group][i].astype(dtype if np.issubdtype(dtype, np.integer) or dtype == bool else fdt))
+                    out.append(
+                        leaves[group][i].astype(
+                            dtype if np.issubdtype(dtype, np.integer) or np.issubdtype(dtype, np.bool_) else fdt
+                        )
+                    )
                 else:
                     out.append(jnp.zeros(shape, dtype if not np.issubdtype(dtype, np.floating) else fdt))
             return out
@@ -144,8 +151,12 @@ class TaskProgram:
             else:
                 info[k] = jnp.zeros(shape, dtype if not np.issubdtype(dtype, np.floating) else fdt)
         obs, reward, done, success, weighted, task_info = self._task(rebuild("prev"), action, rebuild("data"), info)
-        parts = [jnp.ravel(obs).astype(fdt), jnp.reshape(reward, (1,)).astype(fdt), jnp.reshape(done, (1,)).astype(fdt),
-                 jnp.reshape(success, (1,)).astype(fdt)]
+        parts = [
+            jnp.ravel(obs).astype(fdt),
+            jnp.reshape(reward, (1,)).astype(fdt),
+            jnp.reshape(done, (1,)).astype(fdt),
+            jnp.reshape(success, (1,)).astype(fdt),
+        ]
         parts += [jnp.reshape(weighted[k.split("/", 1)[1]], (1,)).astype(fdt) for k in self.metric_keys]
         parts += [jnp.ravel(task_info[k]).astype(fdt) for k in self.task_info_keys]
         return jnp.concatenate(parts)
@@ -186,7 +197,9 @@ class TaskProgram:
         slow = None
         for i, leaf in self.leaves.items():
             if leaf.kind == "public":
-                v = np.array(getattr(d, leaf.source), dtype=np.float64 if not leaf.integer else np.int64).reshape(leaf.shape)
+                v = np.array(getattr(d, leaf.source), dtype=np.float64 if not leaf.integer else np.int64).reshape(
+                    leaf.shape
+                )
             elif leaf.kind == "contact":
                 v = self._layout.contact_field(d, leaf.source, leaf.shape, cmap)
             elif leaf.kind == "efc":
@@ -198,7 +211,9 @@ class TaskProgram:
             out[i] = v
         return out
 
-    def pack(self, prev: Dict[int, np.ndarray], action, data: Dict[int, np.ndarray], info: Dict[str, Any], fdtype=np.float32):
+    def pack(
+        self, prev: Dict[int, np.ndarray], action, data: Dict[int, np.ndarray], info: Dict[str, Any], fdtype=np.float32
+    ):
         """The program's (float, int) input vectors."""
         fvec = np.empty(self.nf, fdtype)
         ivec = np.empty(self.ni, np.int32)

@@ -82,9 +82,9 @@ class TaskSpec:
             physics_action=None if kind.physics_action is MjxEnv.physics_action else env.physics_action,
             updates_info=kind.update_info is not MjxEnv.update_info,
             task=env,
-            draw_model=None if env.randomization_fn is None else functools.partial(
-                model_fields.draw_fields, env.randomization_fn, env.physics.model
-            ),
+            draw_model=None
+            if env.randomization_fn is None
+            else functools.partial(model_fields.draw_fields, env.randomization_fn, env.physics.model),
         )
 
     @classmethod

@@ -76,7 +76,7 @@ def as_info(fields: Mapping[str, jax.Array]) -> Dict[str, jax.Array]:
 
 def from_info(info: Mapping[str, Any]) -> Optional[Dict[str, jax.Array]]:
     """The model fields held in ``info`` (None when it holds none)."""
-    fields = {k[len(INFO_PREFIX):]: v for k, v in info.items() if k.startswith(INFO_PREFIX)}
+    fields = {k[len(INFO_PREFIX) :]: v for k, v in info.items() if k.startswith(INFO_PREFIX)}
     return fields or None
 
 
@@ -121,7 +121,10 @@ def mass_constants(model: mjx.Model) -> Dict[str, jax.Array]:
         a = jac @ minv @ jac.T
         tran, rot = jnp.trace(a[:3, :3]) / 3, jnp.trace(a[3:, 3:]) / 3
         tiny = mujoco.mjMINVAL
-        tran, rot = jnp.where((tran < tiny) & (rot > tiny), rot, tran), jnp.where((rot < tiny) & (tran > tiny), tran, rot)
+        tran, rot = (
+            jnp.where((tran < tiny) & (rot > tiny), rot, tran),
+            jnp.where((rot < tiny) & (tran > tiny), tran, rot),
+        )
         return jnp.stack([tran, rot])
 
     weights = jax.vmap(body)(jnp.arange(model.nbody))

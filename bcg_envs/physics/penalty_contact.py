@@ -118,7 +118,9 @@ def impulses(
     v = J @ (d.qvel + h * qacc)  # (ncon, 3)
     A = jnp.einsum("iv,jv->ij", J[:, 0], Minv_Jt[:, 0])  # normal Delassus matrix
     a_n = jnp.maximum(jnp.diagonal(A), 1e-9)
-    a_t = jnp.maximum(0.5 * (jnp.einsum("cv,cv->c", J[:, 1], Minv_Jt[:, 1]) + jnp.einsum("cv,cv->c", J[:, 2], Minv_Jt[:, 2])), 1e-9)
+    a_t = jnp.maximum(
+        0.5 * (jnp.einsum("cv,cv->c", J[:, 1], Minv_Jt[:, 1]) + jnp.einsum("cv,cv->c", J[:, 2], Minv_Jt[:, 2])), 1e-9
+    )
 
     p = -contact.dist
     w = jax.nn.sigmoid(params.kappa * p)

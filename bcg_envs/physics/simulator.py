@@ -93,7 +93,9 @@ def load_model(
         model.opt.timestep = _positive(physics_dt, "physics_dt (s)")
     if contact_model in KAPPA_MODELS:
         if contact_stiffness is not None:
-            raise ValueError(f"contact_stiffness sets MuJoCo's soft contact; with contact_model={contact_model!r} use kappa")
+            raise ValueError(
+                f"contact_stiffness sets MuJoCo's soft contact; with contact_model={contact_model!r} use kappa"
+            )
         disable_constraint_contacts(model)
         return model
     first, second = solref_of("default" if contact_stiffness is None else contact_stiffness, model.opt.timestep)
@@ -159,7 +161,9 @@ class Physics:
             object.__setattr__(new, "moreau", dataclasses.replace(base.moreau, kappa=kappa))
             return new
         if float(base.mj_model.geom_solref[:, 0].min(initial=1.0)) <= 0:
-            raise ValueError("with_contact_stiffness sets solref time constants; this model uses direct (negative) solref")
+            raise ValueError(
+                "with_contact_stiffness sets solref time constants; this model uses direct (negative) solref"
+            )
         tc = value if traced else stiffness_time_constant(float(value), float(base.mj_model.opt.timestep))
         m = base.model
         replaced = {"geom_solref": m.geom_solref.at[:, 0].set(tc)}
@@ -305,7 +309,9 @@ def control_step_with_contacts(physics: Physics, data: mjx.Data, ctrl: jnp.ndarr
         d, (own, pos, geom, event) = carry
         d = physics.substep(d)
         force = physics.contact_normal_forces(d)
-        own, pos, geom = _argmax_update(own, pos, geom, force, physics.contact_points(d), physics.contact_geoms(d).astype(jnp.int32))
+        own, pos, geom = _argmax_update(
+            own, pos, geom, force, physics.contact_points(d), physics.contact_geoms(d).astype(jnp.int32)
+        )
         event = jnp.maximum(event, event_forces(physics, d, force)) if ncon else event
         return (d, (own, pos, geom, event)), None
 

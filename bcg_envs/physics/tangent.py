@@ -19,10 +19,7 @@ from bcg_envs.physics import mjx_private
 
 def _joint_layout(model: mujoco.MjModel) -> list[tuple[int, int, int]]:
     """(type, qpos address, dof address) of every joint, as static Python ints."""
-    return [
-        (int(model.jnt_type[j]), int(model.jnt_qposadr[j]), int(model.jnt_dofadr[j]))
-        for j in range(model.njnt)
-    ]
+    return [(int(model.jnt_type[j]), int(model.jnt_qposadr[j]), int(model.jnt_dofadr[j])) for j in range(model.njnt)]
 
 
 def has_quaternions(model: mujoco.MjModel) -> bool:

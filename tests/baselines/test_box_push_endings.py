@@ -21,14 +21,23 @@ def test_one_row_per_run_and_one_pooled_row_per_algorithm(tmp_path, monkeypatch)
     from baselines import final_scores
     from bcg_envs.envs.box_push import scripted
 
-    runs = [("shac_exact", 1, tmp_path / "a", 1000), ("shac_exact", 2, tmp_path / "b", 1000),
-            ("sb3_ppo", 2, tmp_path / "c", 1000)]
+    runs = [
+        ("shac_exact", 1, tmp_path / "a", 1000),
+        ("shac_exact", 2, tmp_path / "b", 1000),
+        ("sb3_ppo", 2, tmp_path / "c", 1000),
+    ]
     monkeypatch.setattr(final_scores, "final_runs", lambda out, steps: runs)
     for algo in ("shac_exact", "sb3_ppo"):
         monkeypatch.setitem(final_scores.POLICIES, algo, lambda path: scripted.scripted_push)
     text = box_push_endings.endings_table(tmp_path, steps=1000, episodes=2)
     names = [line.strip("|").split("|")[0].strip() for line in text.splitlines() if line.startswith("| ")]
-    assert names == ["policy", "scripted push", "shac_exact seed 1", "shac_exact seed 2", "shac_exact, pooled",
-                     "sb3_ppo seed 2"]  # a single run's row names its seed
+    assert names == [
+        "policy",
+        "scripted push",
+        "shac_exact seed 1",
+        "shac_exact seed 2",
+        "shac_exact, pooled",
+        "sb3_ppo seed 2",
+    ]  # a single run's row names its seed
     pooled = [line for line in text.splitlines() if line.startswith("| shac_exact, pooled")][0]
     assert [c.strip() for c in pooled.strip("|").split("|")][1:3] == ["2", "4"]

@@ -1,8 +1,8 @@
 """Table and plot writer on a synthetic CSV; every algorithm end to end on a tiny budget."""
 
 import csv
-import math
 import json
+import math
 
 import pytest
 
@@ -20,13 +20,14 @@ def test_summary_table_from_synthetic_csv(tmp_path):
     runs = compare.read_runs(tmp_path)
     table = compare.summary_table(runs)
     lines = table.splitlines()
-    assert lines[0] == ("| algorithm | seeds | final return | final success [95% CI] | episode length "
-                        "| env steps to 90% of PPO | env steps to 50% of best success "
-                        "| env steps to 90% of best success | simulated steps | wall-clock (s) |")
+    assert lines[0] == (
+        "| algorithm | seeds | final return | final success [95% CI] | episode length "
+        "| env steps to 90% of PPO | env steps to 50% of best success "
+        "| env steps to 90% of best success | simulated steps | wall-clock (s) |"
+    )
     # target = -10 + 0.9 * (10 - -10) = 8: PPO reaches it at 2000 steps, SHAC at 500.
     # These CSVs predate the success and simulated-steps columns: '—'.
-    assert ("| sb3_ppo | 2 | 10.00 ± 0.00 | — | — | 2,000 (2/2) | — (no success) | — (no success) | — | 11 |"
-            in lines)
+    assert "| sb3_ppo | 2 | 10.00 ± 0.00 | — | — | 2,000 (2/2) | — (no success) | — (no success) | — | 11 |" in lines
     assert "| shac_bcg | 1 | 12.00 ± 0.00 | — | — | 500 (1/1) | — (no success) | — (no success) | — | 40 |" in lines
     compare.plot_curves(runs, tmp_path / "curves.png")
     assert (tmp_path / "curves.png").stat().st_size > 1000
@@ -36,9 +37,13 @@ def test_summary_table_reports_success_with_a_wilson_interval(tmp_path):
     from bcg_envs.stats import wilson_interval
 
     for seed, final in enumerate((0.5, 0.75)):
-        compare.write_csv(tmp_path / f"sb3_ppo_seed{seed}.csv", [
-            dict(env_steps=0, wall_clock=0, eval_return=-5, eval_success=0.0, eval_length=200, eval_episodes=16),
-            dict(env_steps=100, wall_clock=1, eval_return=5, eval_success=final, eval_length=150, eval_episodes=16)])
+        compare.write_csv(
+            tmp_path / f"sb3_ppo_seed{seed}.csv",
+            [
+                dict(env_steps=0, wall_clock=0, eval_return=-5, eval_success=0.0, eval_length=200, eval_episodes=16),
+                dict(env_steps=100, wall_clock=1, eval_return=5, eval_success=final, eval_length=150, eval_episodes=16),
+            ],
+        )
     runs = compare.read_runs(tmp_path)
     table = compare.summary_table(runs)
     low, high = wilson_interval(20, 32)  # 8 + 12 of 2 x 16 episodes
@@ -67,9 +72,20 @@ def test_the_gap_in_env_steps_to_the_best_success(tmp_path):
     """Best success 0.8 (SHAC's seed mean at 2,000 steps): 50 % of it is 0.4, 90 % is 0.72.
     PPO's seeds reach 0.4 at 20k and 40k (median 30k) and one reaches 0.72 at 40k; SHAC's
     both reach 0.4 at 1k and 0.72 at 2k."""
+
     def rows(points, sims_per_step):
-        return [dict(env_steps=s, sim_steps=sims_per_step * s, wall_clock=s / 100, eval_return=0.0, eval_success=p,
-                     eval_length=200, eval_episodes=64) for s, p in points]
+        return [
+            dict(
+                env_steps=s,
+                sim_steps=sims_per_step * s,
+                wall_clock=s / 100,
+                eval_return=0.0,
+                eval_success=p,
+                eval_length=200,
+                eval_episodes=64,
+            )
+            for s, p in points
+        ]
 
     compare.write_csv(tmp_path / "sb3_ppo_seed0.csv", rows([(0, 0), (20_000, 0.5), (40_000, 0.75)], 1))
     compare.write_csv(tmp_path / "sb3_ppo_seed1.csv", rows([(0, 0), (20_000, 0.1), (40_000, 0.45)], 1))
@@ -84,7 +100,10 @@ def test_the_gap_in_env_steps_to_the_best_success(tmp_path):
     compare.write_csv(tmp_path / "brax_ppo_seed0.csv", rows([(0, 0), (10_000, 0.4), (20_000, 0.2)], 1))
     table = compare.summary_table(compare.read_runs(tmp_path))
     assert "Gap, sb3_ppo / shac_bcg env steps to the best success's 50 %: 30.0x; 90 %: 20.0x." in table
-    assert "Gap, brax_ppo / shac_bcg env steps to the best success's 50 %: 10.0x; 90 %: — (brax_ppo never, shac_bcg 2,000)." in table
+    assert (
+        "Gap, brax_ppo / shac_bcg env steps to the best success's 50 %: 10.0x; 90 %: — (brax_ppo never, shac_bcg 2,000)."
+        in table
+    )
     compare.plot_curves(runs, tmp_path / "curves.png")
     assert (tmp_path / "curves.png").stat().st_size > 1000
 
@@ -119,14 +138,24 @@ def test_committed_configs_are_accepted_by_their_algorithms(path):
         (lambda c: c["brax_ppo"].update(seed=3), r"config\['brax_ppo'\]: unknown or runner-set keys \['seed'\]"),
         (lambda c: c["sb3_ppo"].pop("n_steps"), r"config\['sb3_ppo'\]: missing required keys \['n_steps'\]"),
         (lambda c: c.pop("brax_apg"), r"no 'brax_apg' section"),
-        (lambda c: c["sb3_ppo"].update(lr_schedule="cosine"),
-         r"config\['sb3_ppo'\]\['lr_schedule'\] must be 'constant' or 'linear', got 'cosine'"),
+        (
+            lambda c: c["sb3_ppo"].update(lr_schedule="cosine"),
+            r"config\['sb3_ppo'\]\['lr_schedule'\] must be 'constant' or 'linear', got 'cosine'",
+        ),
         (lambda c: c.update(env="G1Jump-v0"), r"config is for env 'G1Jump-v0', not 'BoxPush-v0'"),
         (lambda c: c.update(env_kwargs=[0.002]), r"config\['env_kwargs'\] must be a JSON object"),
-        (lambda c: c.update(env_kwargs={"backend": "mjx"}), r"config\['env_kwargs'\]: \['backend'\] are set by the runners"),
-        (lambda c: c.update(env_kwargs={"physics_dt": 0.003}),
-         r"config\['env_kwargs'\] rejected by BoxPush-v0: .*multiple of the physics timestep"),
-        (lambda c: c.update(env_kwargs={"stiffness": 0.002}), r"config\['env_kwargs'\] rejected by BoxPush-v0: .*accepted kwargs"),
+        (
+            lambda c: c.update(env_kwargs={"backend": "mjx"}),
+            r"config\['env_kwargs'\]: \['backend'\] are set by the runners",
+        ),
+        (
+            lambda c: c.update(env_kwargs={"physics_dt": 0.003}),
+            r"config\['env_kwargs'\] rejected by BoxPush-v0: .*multiple of the physics timestep",
+        ),
+        (
+            lambda c: c.update(env_kwargs={"stiffness": 0.002}),
+            r"config\['env_kwargs'\] rejected by BoxPush-v0: .*accepted kwargs",
+        ),
     ],
 )
 def test_bad_config_is_rejected_before_any_run(tmp_path, edit, message):
@@ -156,7 +185,9 @@ _RESUMABLE = ("sb3_ppo", "shac_exact", "shac_bcg")
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("algo", [pytest.param(a, marks=pytest.mark.long) if a in _SLOW else a for a in compare.ALGORITHMS])
+@pytest.mark.parametrize(
+    "algo", [pytest.param(a, marks=pytest.mark.long) if a in _SLOW else a for a in compare.ALGORITHMS]
+)
 def test_every_algorithm_runs_end_to_end(tmp_path, algo, monkeypatch):
     """Brax PPO takes the JAX env unchanged (``enable_brax`` aside); SHAC bcg is the demo's.
     Every row is scored by the shared protocol (here 3 episodes from ``EVAL_SEED``) and
@@ -182,7 +213,8 @@ def test_every_algorithm_runs_end_to_end(tmp_path, algo, monkeypatch):
     rows = compare.read_rows(path)
     # resumed: the rows before the checkpoint are kept (NaN counters of PPO compared as text)
     assert [{k: repr(v) for k, v in r.items()} for r in rows[: len(first)]] == [
-        {k: repr(v) for k, v in r.items()} for r in first]
+        {k: repr(v) for k, v in r.items()} for r in first
+    ]
     steps = [r["env_steps"] for r in rows]
     assert steps == sorted(steps) and len(set(steps)) == len(steps)
     assert all(r["eval_episodes"] == 3 for r in rows)
@@ -258,15 +290,22 @@ def test_runs_longer_than_the_budget_are_scored_at_the_budget(tmp_path):
     assert "| sb3_ppo | 1 | 3.00 ± 0.00 |" in table and "| shac_exact | 1 | 12.00 ± 0.00 |" in table
     compare.plot_curves(runs, tmp_path / "curves.png", budget=2048)
     assert (tmp_path / "curves.png").stat().st_size > 1000
-    assert "| sb3_ppo | 1 | 10.00 ± 0.00 |" in compare.summary_table(compare.at_budget(runs, {"sb3_ppo": 4096, "shac_exact": 4096}))
+    assert "| sb3_ppo | 1 | 10.00 ± 0.00 |" in compare.summary_table(
+        compare.at_budget(runs, {"sb3_ppo": 4096, "shac_exact": 4096})
+    )
 
 
 def test_a_resumed_run_keeps_its_rows_and_writes_counts_as_integers(tmp_path, monkeypatch):
     """A run stopped after its row at 200 env steps and resumed from its checkpoint at 100:
     the rows up to 100 stay, the wall-clock continues from there, and the rewritten CSV
     still writes env steps and episodes as integers."""
-    monkeypatch.setattr(compare, "evaluate", lambda env_id, act, env_kwargs=None: dict(
-        eval_return=1.0, eval_success=0.5, eval_length=200.0, eval_episodes=64))
+    monkeypatch.setattr(
+        compare,
+        "evaluate",
+        lambda env_id, act, env_kwargs=None: dict(
+            eval_return=1.0, eval_success=0.5, eval_length=200.0, eval_episodes=64
+        ),
+    )
     path = tmp_path / "shac_exact_seed0.csv"
     first = compare.Recorder("BoxPush-v0", path)
     for steps in (0, 100, 200):
@@ -290,8 +329,20 @@ def test_rows_appended_to_an_older_csv_keep_its_columns(tmp_path):
     path = tmp_path / "shac_bcg_seed0.csv"
     old_fields = compare.CSV_FIELDS[:7]
     path.write_text(",".join(old_fields) + "\n0,0.0,1.0,2.0,0.0,200.0,64\n")
-    compare.append_row(path, dict(env_steps=100, sim_steps=300.0, wall_clock=2.0, eval_return=3.0, eval_success=0.5,
-                                  eval_length=200.0, eval_episodes=64, skipped_updates=1, bundled_fraction=0.02))
+    compare.append_row(
+        path,
+        dict(
+            env_steps=100,
+            sim_steps=300.0,
+            wall_clock=2.0,
+            eval_return=3.0,
+            eval_success=0.5,
+            eval_length=200.0,
+            eval_episodes=64,
+            skipped_updates=1,
+            bundled_fraction=0.02,
+        ),
+    )
     with path.open() as f:
         parsed = list(csv.DictReader(f))
     assert tuple(parsed[0]) == old_fields and len(parsed) == 2

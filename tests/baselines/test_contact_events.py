@@ -25,8 +25,9 @@ def test_box_push_strikes_are_bundled_and_pushing_is_not(tmp_path):
 
 def test_penalty_model_rows_name_their_contact_model(tmp_path):
     out = tmp_path / "events.csv"
-    rows = contact_events.main(["--env", "BoxPush-v0", "--episodes", "1", "--contact-model", "penalty",
-                                "--kappa", "300", "--out", str(out)])
+    rows = contact_events.main(
+        ["--env", "BoxPush-v0", "--episodes", "1", "--contact-model", "penalty", "--kappa", "300", "--out", str(out)]
+    )
     assert rows and all(r["contact_model"] == "penalty" and r["kappa"] == 300.0 for r in rows)
     written = list(csv.DictReader(open(out)))
     assert [r["contact_model"] for r in written] == ["penalty"] * len(rows)
@@ -35,10 +36,13 @@ def test_penalty_model_rows_name_their_contact_model(tmp_path):
     assert "penalty (kappa 300)" in contact_events.table(rows)
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--kappa", "300"], "kappa is the sharpness of the penalty and Moreau contact models"),
-    (["--contact-model", "penalty", "--kappa", "0"], "kappa must be a positive"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--kappa", "300"], "kappa is the sharpness of the penalty and Moreau contact models"),
+        (["--contact-model", "penalty", "--kappa", "0"], "kappa must be a positive"),
+    ],
+)
 def test_a_bad_kappa_is_refused_by_name(argv, message):
     with pytest.raises(ValueError, match=message):
         contact_events.main(["--env", "BoxPush-v0", "--out", ""] + argv)

@@ -15,8 +15,16 @@ def _model_and_stats(tmp_path, log_std_init=0.0):
     from stable_baselines3.common.vec_env import VecNormalize
 
     env = VecNormalize(make_vec_env("Pendulum-v1", n_envs=2, seed=0), norm_obs=True, norm_reward=False, clip_obs=1.5)
-    model = PPO("MlpPolicy", env, n_steps=32, batch_size=32, n_epochs=1, seed=0, device="cpu",
-                policy_kwargs={"net_arch": [16, 8], "log_std_init": log_std_init})
+    model = PPO(
+        "MlpPolicy",
+        env,
+        n_steps=32,
+        batch_size=32,
+        n_epochs=1,
+        seed=0,
+        device="cpu",
+        policy_kwargs={"net_arch": [16, 8], "log_std_init": log_std_init},
+    )
     model.learn(64)  # moves the weights and the normalizer's statistics off their initial values
     model.save(str(tmp_path / "model.zip"))
     env.save(str(tmp_path / "vecnormalize.pkl"))

@@ -10,8 +10,18 @@ from tests.learners.shac.conftest import PointMass
 
 
 def test_exported_checkpoint_matches_the_deterministic_policy(tmp_path):
-    kw = dict(num_envs=4, horizon=4, num_timesteps=2 * 16, actor_hidden=(16, 8), critic_hidden=(8,),
-              critic_iterations=2, critic_minibatches=2, num_evals=0, progress_bar=False, checkpoint_every=1)
+    kw = dict(
+        num_envs=4,
+        horizon=4,
+        num_timesteps=2 * 16,
+        actor_hidden=(16, 8),
+        critic_hidden=(8,),
+        critic_iterations=2,
+        critic_minibatches=2,
+        num_evals=0,
+        progress_bar=False,
+        checkpoint_every=1,
+    )
     make_policy, params, _ = shac.train(PointMass(), checkpoint_dir=tmp_path / "ckpt", **kw)
     out = export_shac(tmp_path / "ckpt", tmp_path / "p.npz", env_id="PointMass")
     policy = NumpyPolicy.load(out)

@@ -6,8 +6,18 @@ from baselines import compare, final_scores
 
 
 def write_run(out, name, last_steps, checkpoint=True):
-    rows = [dict(env_steps=s, sim_steps=float(s), wall_clock=1.0, eval_return=1.0, eval_success=0.5, eval_length=10.0,
-                 eval_episodes=64) for s in (0, last_steps)]
+    rows = [
+        dict(
+            env_steps=s,
+            sim_steps=float(s),
+            wall_clock=1.0,
+            eval_return=1.0,
+            eval_success=0.5,
+            eval_length=10.0,
+            eval_episodes=64,
+        )
+        for s in (0, last_steps)
+    ]
     compare.write_csv(out / f"{name}.csv", rows)
     if checkpoint:
         (out / "checkpoints" / name).mkdir(parents=True)
@@ -35,14 +45,26 @@ def test_final_runs_refuses_a_checkpoint_older_than_the_csv(tmp_path, monkeypatc
 def row(algo, seed, success, falls, err, success_mjx=0.0):
     out = dict(algo=algo, seed=seed, env_steps=1000, episodes=10)
     for sfx, s in (("", success), ("_mjx", success_mjx)):
-        out.update({f"success_rate{sfx}": s, f"falls{sfx}": falls, f"completed{sfx}": 10 - falls,
-                    f"tracking_error_cm{sfx}": err, f"joint_error_rad{sfx}": 0.1})
+        out.update(
+            {
+                f"success_rate{sfx}": s,
+                f"falls{sfx}": falls,
+                f"completed{sfx}": 10 - falls,
+                f"tracking_error_cm{sfx}": err,
+                f"joint_error_rad{sfx}": 0.1,
+            }
+        )
     return out
 
 
 def test_table_pools_success_over_seeds_and_averages_the_rest():
-    text = final_scores.table([row("shac_exact", 0, 0.2, 2, 10.0), row("shac_exact", 1, 0.6, 4, 14.0),
-                               row("sb3_ppo", 0, 1.0, 0, 5.0, success_mjx=0.5)])
+    text = final_scores.table(
+        [
+            row("shac_exact", 0, 0.2, 2, 10.0),
+            row("shac_exact", 1, 0.6, 4, 14.0),
+            row("sb3_ppo", 0, 1.0, 0, 5.0, success_mjx=0.5),
+        ]
+    )
     lines = text.splitlines()
     shac_c = next(line for line in lines if line.startswith("| shac_exact | 2 | MuJoCo C"))
     # 8 of 20 episodes: 40 %, Wilson interval [21.9, 61.3]
@@ -68,8 +90,25 @@ def test_score_runs_runs_each_final_policy_once_in_both_simulators(tmp_path, mon
 
     monkeypatch.setattr(bcg_envs.sim2sim, "sim_to_sim", fake_sim_to_sim)
     done = [dict(algo="sb3_ppo", seed="0", env_steps="1000", episodes="8")]
-    rows = final_scores.score_runs("BoxPush-v0", tmp_path, 1000, episodes=8, done=done, env_kwargs={"config": {"episode_length": 40}})
+    rows = final_scores.score_runs(
+        "BoxPush-v0", tmp_path, 1000, episodes=8, done=done, env_kwargs={"config": {"episode_length": 40}}
+    )
     assert calls == [("BoxPush-v0", 40, ("policy of", tmp_path / "b"), 8, compare.EVAL_SEED)]  # the runs' env_kwargs
-    assert rows == [dict(algo="shac_exact", seed=1, env_steps=1000, episodes=8, success_rate=0, falls=1, completed=2,
-                         tracking_error_cm=3, joint_error_rad=4, success_rate_mjx=10, falls_mjx=11, completed_mjx=12,
-                         tracking_error_cm_mjx=13, joint_error_rad_mjx=14)]
+    assert rows == [
+        dict(
+            algo="shac_exact",
+            seed=1,
+            env_steps=1000,
+            episodes=8,
+            success_rate=0,
+            falls=1,
+            completed=2,
+            tracking_error_cm=3,
+            joint_error_rad=4,
+            success_rate_mjx=10,
+            falls_mjx=11,
+            completed_mjx=12,
+            tracking_error_cm_mjx=13,
+            joint_error_rad_mjx=14,
+        )
+    ]

@@ -54,6 +54,7 @@ def test_main_writes_every_group(tmp_path):
     groups, tops = fs.main(["--env", "BoxPush-v0", "--episodes", "1", "--top", "0", "--out", str(tmp_path)])
     rows = list(csv.DictReader(open(tmp_path / "friction_switches.csv")))
     assert {(r["policy"], r["group"]) for r in rows} == {
-        (p, g) for p in ("scripted", "random") for g in ("onset", "sustained", "friction_switch", "smooth")}
+        (p, g) for p in ("scripted", "random") for g in ("onset", "sustained", "friction_switch", "smooth")
+    }
     scripted = {r["group"]: int(r["steps"]) for r in rows if r["policy"] == "scripted"}
     assert scripted["onset"] > 0 and scripted["smooth"] > 0 and tops == []

@@ -28,8 +28,15 @@ def _pinned(name: str) -> str:
 
 
 def _bash(*args, env=None):
-    return subprocess.run(["bash", *args], cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
-                          env={**os.environ, **(env or {})})
+    return subprocess.run(
+        ["bash", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def _commands(stdout: str):
@@ -80,7 +87,7 @@ def test_dry_run_lists_setup_check_and_one_equal_run_per_learner_and_seed(tmp_pa
     pairs = [(_option(c, "--algos"), _option(c, "--seeds")) for c in runs]
     assert sorted(pairs) == sorted((a, s) for a in LEARNERS for s in "012")  # each once
     _check_equal_budgets(runs, budget["steps"], budget["evals"], budget["config"])
-    assert int(_option(check, "--steps")) == budget["steps"] and set(check[check.index("--algos") + 1:]) == LEARNERS
+    assert int(_option(check, "--steps")) == budget["steps"] and set(check[check.index("--algos") + 1 :]) == LEARNERS
     for cmd, (algo, seed) in zip(runs, pairs):  # one at a time, each logging to its file
         assert _option(cmd, "--out") == str(tmp_path / "gpu")
         assert cmd[-3:] == ["tee", "-a", str(tmp_path / "gpu" / "logs" / f"{algo}_seed{seed}.log")]
@@ -95,13 +102,14 @@ def test_smoke_dry_run_and_cuda_13():
     runs = _compare_runs(commands)
     learners, table = runs[:-1], runs[-1]  # side by side, then the table of them all
     assert {_option(c, "--algos") for c in learners} == LEARNERS and len(learners) == 4
-    assert all(c[-1] == "&" for c in learners) and set(table[table.index("--algos") + 1:][:4]) == LEARNERS
+    assert all(c[-1] == "&" for c in learners) and set(table[table.index("--algos") + 1 :][:4]) == LEARNERS
     _check_equal_budgets(learners, 8192, 2, "baselines/configs/G1Jump-v0.gpu_smoke.json")
     assert _option(table, "--steps") == "8192"
 
 
-@pytest.mark.parametrize("args, message", [(["--cuda", "11"], "--cuda takes 12 or 13"),
-                                           (["--bogus"], "unknown option '--bogus'")])
+@pytest.mark.parametrize(
+    "args, message", [(["--cuda", "11"], "--cuda takes 12 or 13"), (["--bogus"], "unknown option '--bogus'")]
+)
 def test_bad_options_are_refused(args, message):
     done = _bash("baselines/gpu_g1jump.sh", "--dry-run", *args)
     assert done.returncode == 2 and message in done.stderr
@@ -140,8 +148,9 @@ def test_measure_dry_run_fits_nine_minutes(tmp_path):
     assert all(_option(c, "--tables") == "rollout" and _option(c, "--rollout-envs") == "64" for c in rollouts)
     runs = _compare_runs(commands)
     assert {_option(c, "--algos") for c in runs} == {"shac_bcg", "brax_ppo"}
-    _check_equal_budgets(runs, int(_option(check, "--steps")), int(_option(check, "--evals")),
-                         "baselines/configs/G1Jump-v0.gpu.json")
+    _check_equal_budgets(
+        runs, int(_option(check, "--steps")), int(_option(check, "--evals")), "baselines/configs/G1Jump-v0.gpu.json"
+    )
     assert not out.exists()  # a dry run writes nothing
 
     serial = _bash("baselines/gpu_measure.sh", str(out), "--dry-run", "--serial")
@@ -150,9 +159,15 @@ def test_measure_dry_run_fits_nine_minutes(tmp_path):
 
 
 def test_gpu_check_on_a_cpu_says_there_is_no_gpu():
-    done = subprocess.run([sys.executable, "-m", "baselines.gpu_check", "--jax", _pinned("jax")], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120, check=False,
-                          env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    done = subprocess.run(
+        [sys.executable, "-m", "baselines.gpu_check", "--jax", _pinned("jax")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+    )
     assert done.returncode == 1 and "JAX sees no GPU" in done.stderr, done.stderr
     with pytest.raises(RuntimeError, match="differ from the version pyproject.toml pins"):
         gpu_check.check_device("0.0.1")

@@ -105,18 +105,36 @@ class StubRunner:
 
 
 def _stub_starts(n=8, t=4):
-    return gv.Starts(np.zeros((n, 5)), np.zeros((n, 5)), {"goal": np.zeros((n, 2))}, np.zeros((n, t, 2), np.float32), "stub")
+    return gv.Starts(
+        np.zeros((n, 5)), np.zeros((n, 5)), {"goal": np.zeros((n, 2))}, np.zeros((n, t, 2), np.float32), "stub"
+    )
 
 
 def test_sweep_appends_blocks_and_skips_them_when_restarted(tmp_path):
     model = gv.ContactModel("mujoco", (0.02, 0.008), "tau", True, 0.001)
     starts, horizons = _stub_starts(), (1, 4)
     StubRunner.calls = []
-    rows = gv.sweep("BoxPush-v0", [model], ["bcg", "exact"], starts, horizons, tmp_path,
-                    reference_samples=3, resamples=50, runner=StubRunner)
+    rows = gv.sweep(
+        "BoxPush-v0",
+        [model],
+        ["bcg", "exact"],
+        starts,
+        horizons,
+        tmp_path,
+        reference_samples=3,
+        resamples=50,
+        runner=StubRunner,
+    )
     assert len(rows) == 2 * 2 * 2
-    assert StubRunner.calls == [("runner", "mujoco"), ("exact", 0.02), ("reference", 0.02), ("bcg", 0.02),
-                                ("exact", 0.008), ("reference", 0.008), ("bcg", 0.008)]
+    assert StubRunner.calls == [
+        ("runner", "mujoco"),
+        ("exact", 0.02),
+        ("reference", 0.02),
+        ("bcg", 0.02),
+        ("exact", 0.008),
+        ("reference", 0.008),
+        ("bcg", 0.008),
+    ]
     with (tmp_path / gv.CSV_NAME).open() as f:
         reader = csv.DictReader(f)
         assert tuple(reader.fieldnames) == gv.COLUMNS
@@ -130,11 +148,32 @@ def test_sweep_appends_blocks_and_skips_them_when_restarted(tmp_path):
     # Restarted: nothing is measured again; a new estimator reuses the stored exact
     # gradients for its ratio and the stored reference.
     StubRunner.calls = []
-    assert gv.sweep("BoxPush-v0", [model], ["exact", "bcg"], starts, horizons, tmp_path,
-                    reference_samples=3, resamples=50, runner=StubRunner) == []
+    assert (
+        gv.sweep(
+            "BoxPush-v0",
+            [model],
+            ["exact", "bcg"],
+            starts,
+            horizons,
+            tmp_path,
+            reference_samples=3,
+            resamples=50,
+            runner=StubRunner,
+        )
+        == []
+    )
     assert StubRunner.calls == []
-    more = gv.sweep("BoxPush-v0", [model], ["exact", "bcg", "bundle"], starts, horizons, tmp_path,
-                    reference_samples=3, resamples=50, runner=StubRunner)
+    more = gv.sweep(
+        "BoxPush-v0",
+        [model],
+        ["exact", "bcg", "bundle"],
+        starts,
+        horizons,
+        tmp_path,
+        reference_samples=3,
+        resamples=50,
+        runner=StubRunner,
+    )
     assert StubRunner.calls == [("runner", "mujoco"), ("bundle", 0.02), ("bundle", 0.008)]
     assert all(r["variance_ratio"] > 1e16 for r in more)
     assert len(gv.read_rows(tmp_path)) == len(first) + len(more)
@@ -151,9 +190,7 @@ def test_a_csv_of_another_format_is_refused_not_overwritten(tmp_path):
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize(
-    "contact_model", ["penalty", pytest.param("both", marks=pytest.mark.long)]
-)
+@pytest.mark.parametrize("contact_model", ["penalty", pytest.param("both", marks=pytest.mark.long)])
 def test_quick_sweep_on_box_push(tmp_path, contact_model):
     """``--quick`` on BoxPush-v0 (4 scripted starts just before the pusher strikes the box,
     horizons 1 and 4, exact and bcg): finite statistics, exact never bundles, bcg bundles
@@ -163,10 +200,19 @@ def test_quick_sweep_on_box_push(tmp_path, contact_model):
     gv.main(["--quick", "--env", "BoxPush-v0", "--contact-model", contact_model, "--out", str(tmp_path)])
     rows = gv.read_rows(tmp_path)
     assert {(r["contact_model"], r["estimator"], int(r["horizon"])) for r in rows} == {
-        (m, e, h) for m in models for e in ("exact", "bcg") for h in (1, 4)}
+        (m, e, h) for m in models for e in ("exact", "bcg") for h in (1, 4)
+    }
     for r in rows:
-        for key in ("variance", "variance_lo", "variance_hi", "mean_grad_norm", "cosine_to_reference",
-                    "variance_ratio", "ms_per_rollout_gradient", "sims_per_step"):
+        for key in (
+            "variance",
+            "variance_lo",
+            "variance_hi",
+            "mean_grad_norm",
+            "cosine_to_reference",
+            "variance_ratio",
+            "ms_per_rollout_gradient",
+            "sims_per_step",
+        ):
             assert np.isfinite(float(r[key])), (key, r)
         assert int(r["nonfinite"]) == 0 and int(r["starts"]) == 4
         assert int(r["grad_dim"]) == 2 * int(r["horizon"])
@@ -213,8 +259,14 @@ def test_one_program_for_every_level_matches_an_env_built_at_that_level(contact_
 
     grad = jax.jit(jax.vmap(jax.grad(rollout_return, argnums=3)))
     info = {k: jnp.asarray(v) for k, v in starts.task_info.items()}
-    expected = np.asarray(grad(jnp.asarray(starts.qpos, jnp.float32), jnp.asarray(starts.qvel, jnp.float32), info,
-                               jnp.asarray(starts.actions, jnp.float32)))
+    expected = np.asarray(
+        grad(
+            jnp.asarray(starts.qpos, jnp.float32),
+            jnp.asarray(starts.qvel, jnp.float32),
+            info,
+            jnp.asarray(starts.actions, jnp.float32),
+        )
+    )
     scale = np.abs(expected).max()
     np.testing.assert_allclose(stiff, expected, rtol=1e-4, atol=1e-5 * scale)
     assert np.abs(stiff - soft).max() > 1e-3 * scale
@@ -229,8 +281,11 @@ def test_tick_labels_leave_out_crowded_levels():
 def test_raw_plot_never_clips_exact():
     """The raw plot's ceiling follows exact's largest finite upper bound (PlanarHand's exact
     reaches 1e23), so only estimators far above exact, or non-finite, become triangles."""
-    rows = [{"estimator": "exact", "variance_hi": "3e23"}, {"estimator": "exact", "variance_hi": "nan"},
-            {"estimator": "zeroth", "variance_hi": "1e70"}]
+    rows = [
+        {"estimator": "exact", "variance_hi": "3e23"},
+        {"estimator": "exact", "variance_hi": "nan"},
+        {"estimator": "zeroth", "variance_hi": "1e70"},
+    ]
     assert gv.raw_ceiling(rows) == pytest.approx(3e26)
     assert gv.raw_ceiling([{"estimator": "zeroth", "variance_hi": "1e70"}]) == 1e12
 

@@ -19,8 +19,11 @@ def test_results_page_is_fresh():
     expected = report.build(figures=False)
     current = report.PAGE.read_text()
     if current != expected:
-        diff = "\n".join(list(difflib.unified_diff(current.splitlines(), expected.splitlines(), "README.md",
-                                                   "generated", lineterm=""))[:40])
+        diff = "\n".join(
+            list(
+                difflib.unified_diff(current.splitlines(), expected.splitlines(), "README.md", "generated", lineterm="")
+            )[:40]
+        )
         pytest.fail(f"baselines/results/README.md is stale; run `python -m baselines.report`:\n{diff}")
 
 
@@ -107,12 +110,23 @@ def test_curves_keep_one_colour_per_algorithm_and_a_legend_per_panel(tmp_path, m
     monkeypatch.setattr(plt, "close", figures.append)
 
     def run(returns):
-        return [dict(env_steps=s, sim_steps=3.0 * s, wall_clock=s / 100, eval_return=r, eval_success=r / 10,
-                     eval_length=200.0, eval_episodes=64) for s, r in zip((0, 1000, 2000), returns)]
+        return [
+            dict(
+                env_steps=s,
+                sim_steps=3.0 * s,
+                wall_clock=s / 100,
+                eval_return=r,
+                eval_success=r / 10,
+                eval_length=200.0,
+                eval_episodes=64,
+            )
+            for s, r in zip((0, 1000, 2000), returns)
+        ]
 
     runs = {"shac_bcg": [run((1, 3, 5)), run((1, 4, 6))], "sb3_ppo": [run((1, 2, 3))]}
-    compare.plot_curves(runs, tmp_path / "curves.png", budget=2000,
-                        references={"do nothing": (2.0, 0.0), "scripted push": (7.0, 1.0)})
+    compare.plot_curves(
+        runs, tmp_path / "curves.png", budget=2000, references={"do nothing": (2.0, 0.0), "scripted push": (7.0, 1.0)}
+    )
     assert (tmp_path / "curves.png").exists()
     (fig,) = figures
     for ax in fig.axes:
@@ -126,8 +140,10 @@ def test_curves_keep_one_colour_per_algorithm_and_a_legend_per_panel(tmp_path, m
 
 
 def _runs_with_final_success(values_per_algo):
-    return {algo: [[{"eval_success": v, "eval_return": 0.0, "eval_episodes": 64}] for v in values]
-            for algo, values in values_per_algo.items()}
+    return {
+        algo: [[{"eval_success": v, "eval_return": 0.0, "eval_episodes": 64}] for v in values]
+        for algo, values in values_per_algo.items()
+    }
 
 
 def test_rliable_iqm_and_probability_of_improvement_match_hand_computation():

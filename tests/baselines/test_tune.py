@@ -61,11 +61,29 @@ def test_table_marks_the_best_setting(tmp_path):
     grid = {"actor_lr": [0.001, 0.002]}
     plans = [("shac_bcg", s, None) for s in tune.settings(grid)]
     for (algo, setting, _), final in zip(plans, (0.2, 0.6)):
-        compare.write_csv(tmp_path / algo / f"{tune.setting_name(setting)}_seed0.csv", [
-            dict(env_steps=0, sim_steps=0, wall_clock=0, eval_return=1.0, eval_success=0.0, eval_length=200,
-                 eval_episodes=64),
-            dict(env_steps=1000, sim_steps=3000, wall_clock=1, eval_return=2.0, eval_success=final, eval_length=200,
-                 eval_episodes=64)])
+        compare.write_csv(
+            tmp_path / algo / f"{tune.setting_name(setting)}_seed0.csv",
+            [
+                dict(
+                    env_steps=0,
+                    sim_steps=0,
+                    wall_clock=0,
+                    eval_return=1.0,
+                    eval_success=0.0,
+                    eval_length=200,
+                    eval_episodes=64,
+                ),
+                dict(
+                    env_steps=1000,
+                    sim_steps=3000,
+                    wall_clock=1,
+                    eval_return=2.0,
+                    eval_success=final,
+                    eval_length=200,
+                    eval_episodes=64,
+                ),
+            ],
+        )
     table = tune.tuning_table(tmp_path, plans, 0)
     # 20 % and 60 % of 64 episodes round to 13 and 38 successes, with Wilson intervals.
     for k, best in ((13, ""), (38, "yes")):

@@ -57,8 +57,15 @@ def smoothed(p):
 
 @pytest.fixture(scope="module")
 def derivatives(make_toy_env):
-    env = make_toy_env(BALL_XML, ctrl_dt=H, initial_state=lambda key: (jnp.zeros(1), jnp.full(1, V)),
-                       force_threshold=0.0, estimator="exact", contact_model="penalty", kappa=KAPPA)
+    env = make_toy_env(
+        BALL_XML,
+        ctrl_dt=H,
+        initial_state=lambda key: (jnp.zeros(1), jnp.full(1, V)),
+        force_threshold=0.0,
+        estimator="exact",
+        contact_model="penalty",
+        kappa=KAPPA,
+    )
     cfg = BundleConfig(num_samples=SAMPLES, state_sigma=(SIGMA, 0.0), force_threshold=0.0, horizon=1)  # one step
 
     def dvdx(x0, estimator):

@@ -45,7 +45,10 @@ def test_h2_rollout_gradient_is_the_mean_of_hand_rolled_branch_products(window_h
         s = env.state_from(x0[:5], x0[5:], None, task_info, rng)
         for a in actions:
             s = env.step(s, a)
-        return jnp.dot(WEIGHTS, jnp.concatenate([s.data.qpos, s.data.qvel])), (s.info["bundled"], s.info["bundle_window"])
+        return jnp.dot(WEIGHTS, jnp.concatenate([s.data.qpos, s.data.qvel])), (
+            s.info["bundled"],
+            s.info["bundle_window"],
+        )
 
     x0 = jnp.asarray(np.stack([np.concatenate([QPOS, QVEL]), far]))
     grad = jax.vmap(jax.grad(through_env, argnums=(0, 1), has_aux=True), in_axes=(0, None))

@@ -58,7 +58,9 @@ def test_batched_bcg_jacobians_match_the_unbatched_step_env_by_env(env, batched_
     (_, _, trigger), (A, B), stats = batched_jacobians(data, actions, key, window)
     assert np.asarray(trigger).tolist() == hits
     for i in range(n):
-        (_, _, trig_i), (A_i, B_i), stats_i = stepper.jacobians(jax.tree.map(lambda x: x[i], data), actions[i], key, window[i])
+        (_, _, trig_i), (A_i, B_i), stats_i = stepper.jacobians(
+            jax.tree.map(lambda x: x[i], data), actions[i], key, window[i]
+        )
         assert bool(trig_i) == bool(trigger[i])
         # Equal up to float32 round-off, which depends on the batch shape and the compiled
         # kernels' threading (amplified where the impact makes entries ~10^2): relative to
@@ -204,8 +206,9 @@ def free_body_env(make_toy_env):
         qpos = jnp.concatenate([jnp.array([0.0, 0.0, 0.052]), quat, jnp.zeros(1)])
         return qpos, 0.3 * jax.random.normal(jax.random.fold_in(key, 1), (7,))
 
-    return make_toy_env(FREE_BODY_XML, ctrl_dt=0.02, initial_state=initial_state, force_threshold=2.0,
-                        estimator="exact")
+    return make_toy_env(
+        FREE_BODY_XML, ctrl_dt=0.02, initial_state=initial_state, force_threshold=2.0, estimator="exact"
+    )
 
 
 @pytest.mark.integration

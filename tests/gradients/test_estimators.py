@@ -271,7 +271,9 @@ def test_alpha_order_underdetermined_falls_back_to_zeroth():
     A, B, stats = estimators.alpha_order_bundle(f, dx, du, sigma)
     A0, B0, _ = estimators.zeroth_order_bundle(f, dx, du, sigma)
     assert float(stats["alpha"]) == 0.0
-    assert np.allclose(np.asarray(A), np.asarray(A0), atol=1e-5) and np.allclose(np.asarray(B), np.asarray(B0), atol=1e-5)
+    assert np.allclose(np.asarray(A), np.asarray(A0), atol=1e-5) and np.allclose(
+        np.asarray(B), np.asarray(B0), atol=1e-5
+    )
 
 
 def test_alpha_order_all_branches_dropped_is_finite():
@@ -282,7 +284,9 @@ def test_alpha_order_all_branches_dropped_is_finite():
     assert float(stats["alpha"]) == 0.0 and int(stats["bundle_dropped"]) == 50
     # The shared combiner on NumPy arrays (the C backend) likewise.
     nan = np.full((50, 1, 2), np.nan)
-    AB, alpha = estimators.alpha_order_combine(nan, np.zeros(50, bool), np.ones((50, 2)), np.full((50, 1), np.nan), np.ones(2))
+    AB, alpha = estimators.alpha_order_combine(
+        nan, np.zeros(50, bool), np.ones((50, 2)), np.full((50, 1), np.nan), np.ones(2)
+    )
     assert np.all(AB == 0.0) and alpha == 0.0
 
 
@@ -304,7 +308,9 @@ def test_antithetic_offsets_come_in_pairs():
 def test_alpha_order_unknown_bound_names_the_field():
     with pytest.raises(ValueError, match="BundleConfig.alpha_bound must be one of"):
         ones = np.ones
-        estimators.alpha_order_combine(ones((5, 1, 2)), ones(5, bool), ones((5, 2)), ones((5, 1)), ones(2), 0.1, "scaled")
+        estimators.alpha_order_combine(
+            ones((5, 1, 2)), ones(5, bool), ones((5, 2)), ones((5, 1)), ones(2), 0.1, "scaled"
+        )
 
 
 def test_alpha_on_box_push_c_backend_keeps_first_order_where_smooth():

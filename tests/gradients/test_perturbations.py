@@ -16,8 +16,14 @@ from bcg_envs.gradients.perturbations import (
     floating_base_dofs,
 )
 
-LEFT_LEG = ("left_hip_pitch_joint", "left_hip_roll_joint", "left_hip_yaw_joint", "left_knee_joint",
-            "left_ankle_pitch_joint", "left_ankle_roll_joint")
+LEFT_LEG = (
+    "left_hip_pitch_joint",
+    "left_hip_roll_joint",
+    "left_hip_yaw_joint",
+    "left_knee_joint",
+    "left_ankle_pitch_joint",
+    "left_ankle_roll_joint",
+)
 
 
 @pytest.fixture(scope="module")
@@ -58,8 +64,7 @@ def test_left_foot_bundle_moves_the_left_leg_only(standing, space):
     keys = jax.random.split(jax.random.PRNGKey(0), 16)
     for perturb_base, moved in ((False, leg), (True, leg | base)):
         cfg = BundleConfig(space=space, perturb_base=perturb_base)
-        sample = contact_sampler(jnp.asarray(J, jnp.float32), active, nx, nv, nu, cfg,
-                                 None if perturb_base else ~base)
+        sample = contact_sampler(jnp.asarray(J, jnp.float32), active, nx, nv, nu, cfg, None if perturb_base else ~base)
         dx = np.asarray(jax.vmap(sample)(keys)[0])
         for block in (dx[:, :nv], dx[:, nv : 2 * nv]):
             assert np.all(block[:, ~moved] == 0), np.flatnonzero(np.abs(block).max(0) > 0)
@@ -104,13 +109,18 @@ def test_both_backends_draw_the_same_distribution(standing, space):
     nx = 2 * nv + model.na
     cfg = BundleConfig(space=space)
     n = 4000
-    sample = contact_sampler(jnp.asarray(J, jnp.float32), jnp.ones(J.shape[0] // 3, bool), nx, nv, nu, cfg,
-                             ~floating_base_dofs(model))
+    sample = contact_sampler(
+        jnp.asarray(J, jnp.float32), jnp.ones(J.shape[0] // 3, bool), nx, nv, nu, cfg, ~floating_base_dofs(model)
+    )
     dq_jax = np.asarray(jax.vmap(sample)(jax.random.split(jax.random.PRNGKey(1), n))[0][:, :nv], np.float64)
     rng = np.random.default_rng(1)
     size = draw_size(space, chain)
-    dq_np = np.stack([chain_offsets(chain, space, cfg.state_sigma, rng.standard_normal(size),
-                                    rng.standard_normal(size))[0] for _ in range(n)])
+    dq_np = np.stack(
+        [
+            chain_offsets(chain, space, cfg.state_sigma, rng.standard_normal(size), rng.standard_normal(size))[0]
+            for _ in range(n)
+        ]
+    )
     if space == "cartesian":
         P = chain.jacobian.T @ np.linalg.inv(chain.gram)
     else:

@@ -22,8 +22,17 @@ import pytest
 import bcg_envs  # noqa: F401  (registers the ids)
 
 ENV_ID = "bcg_envs/BoxPush-v0"
-BOOKKEEPING = {"step", "bundle_window", "bundled", "sim_diverged", "truncated", "max_contact_force",
-               "bundle_dropped", "bundle_alpha", "is_success"}
+BOOKKEEPING = {
+    "step",
+    "bundle_window",
+    "bundled",
+    "sim_diverged",
+    "truncated",
+    "max_contact_force",
+    "bundle_dropped",
+    "bundle_alpha",
+    "is_success",
+}
 
 
 def _optional(name: str, module: str):
@@ -71,5 +80,9 @@ class JittedMjxStates:
         self.state_from = jax.jit(lambda q, v, info, key: jax_env.state_from(q, v, None, info, key))
 
     def state(self, qpos, qvel, info):
-        return self.state_from(jnp.asarray(qpos, jnp.float32), jnp.asarray(qvel, jnp.float32),
-                               {k: jnp.asarray(v) for k, v in info.items()}, jax.random.PRNGKey(0))
+        return self.state_from(
+            jnp.asarray(qpos, jnp.float32),
+            jnp.asarray(qvel, jnp.float32),
+            {k: jnp.asarray(v) for k, v in info.items()},
+            jax.random.PRNGKey(0),
+        )

@@ -51,8 +51,13 @@ def test_bad_inputs():
     with pytest.raises(RuntimeError, match="reset"):
         e.get_state()
     e.reset(seed=0)
-    for bad in (np.zeros(3, np.float32), np.zeros((1, 2), np.float32), np.array(["a", "b"]),
-                np.array([np.nan, 0.0], np.float32), np.array([True, False])):
+    for bad in (
+        np.zeros(3, np.float32),
+        np.zeros((1, 2), np.float32),
+        np.array(["a", "b"]),
+        np.array([np.nan, 0.0], np.float32),
+        np.array([True, False]),
+    ):
         with pytest.raises(ValueError):
             e.step(bad)
         with pytest.raises(ValueError):
@@ -73,8 +78,9 @@ def test_bad_inputs():
 # ----- vector env -----------------------------------------------------------------------------
 def test_vector_env_step_grad_step_and_autoreset():
     n = 3
-    v = gym.make_vec(ENV_ID, num_envs=n, vectorization_mode="vector_entry_point", backend="mujoco",
-                     config={"episode_length": 4})
+    v = gym.make_vec(
+        ENV_ID, num_envs=n, vectorization_mode="vector_entry_point", backend="mujoco", config={"episode_length": 4}
+    )
     assert isinstance(v.simulation, MujocoBatchSimulation)
     obs, info = v.reset(seed=0)
     assert obs.shape == (n, 17) and obs.dtype == np.float32 and info["step"].dtype == np.int32
@@ -130,15 +136,24 @@ def _success_cases(name, task):
         goal, goal_yaw = np.asarray(task["goal"], float), float(task["goal_yaw"])
         side = -0.15 if goal[0] > 0 else 0.15  # the pusher parked clear of the box
         out = []
-        for (dx, dyaw), expected in (((0.0, 0.0), True), ((0.012, 0.15), True), ((0.03, 0.0), False), ((0.0, 0.3), False)):
+        for (dx, dyaw), expected in (
+            ((0.0, 0.0), True),
+            ((0.012, 0.15), True),
+            ((0.03, 0.0), False),
+            ((0.0, 0.3), False),
+        ):
             box = goal + [dx, 0.0]
-            out.append((np.array([box[0] + side, box[1], box[0], box[1], goal_yaw + dyaw]), np.zeros(5), np.zeros(2), expected))
+            out.append(
+                (np.array([box[0] + side, box[1], box[0], box[1], goal_yaw + dyaw]), np.zeros(5), np.zeros(2), expected)
+            )
         return out
     from bcg_envs.envs.planar_hand.hand import OPEN_POSE
 
     goal_yaw = float(task["goal_yaw"])
-    return [(np.array([*OPEN_POSE, 0.0, 0.0, goal_yaw + dyaw]), np.zeros(7), -np.ones(4), expected)
-            for dyaw, expected in ((0.0, True), (0.06, True), (0.2, False), (-0.2, False))]
+    return [
+        (np.array([*OPEN_POSE, 0.0, 0.0, goal_yaw + dyaw]), np.zeros(7), -np.ones(4), expected)
+        for dyaw, expected in ((0.0, True), (0.06, True), (0.2, False), (-0.2, False))
+    ]
 
 
 @pytest.mark.parametrize("name", TASKS[:2])

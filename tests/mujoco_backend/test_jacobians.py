@@ -128,8 +128,12 @@ def test_zeroth_order_sample_count_below_nx_plus_nu_is_refused(env):
     """The C backend resolves and checks BundleConfig.num_samples like the MJX one."""
     env.reset(seed=0)
     with pytest.raises(ValueError, match="BundleConfig.num_samples must be >= nx \\+ nu = 12"):
-        env.unwrapped.grad_step(np.zeros(2, np.float32), estimator="zeroth", bundle=bcg_envs.BundleConfig(num_samples=6))
+        env.unwrapped.grad_step(
+            np.zeros(2, np.float32), estimator="zeroth", bundle=bcg_envs.BundleConfig(num_samples=6)
+        )
     out = env.unwrapped.grad_step(
-        np.zeros(2, np.float32), estimator="zeroth", bundle=bcg_envs.BundleConfig(num_samples=6, allow_underdetermined=True)
+        np.zeros(2, np.float32),
+        estimator="zeroth",
+        bundle=bcg_envs.BundleConfig(num_samples=6, allow_underdetermined=True),
     )
     assert np.isfinite(out.jacobians.A).all()

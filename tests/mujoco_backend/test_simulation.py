@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 import bcg_envs  # noqa: F401  (registers the ids)
-from bcg_envs.gym import GradStepResult
-from bcg_envs.gym import GymEnv
+from bcg_envs.gym import GradStepResult, GymEnv
 from tests.mujoco_backend.conftest import ENV_ID, TASKS, smooth_action
 
 
@@ -74,15 +73,19 @@ def test_per_step_agreement_with_mjx(name):
             break
         if len(set(pattern)) > 1:
             continue  # a regime switch inside the step
-        worst_force = max(worst_force, abs(info["max_contact_force"] - im["max_contact_force"]) / max(im["max_contact_force"], 1.0))
+        worst_force = max(
+            worst_force, abs(info["max_contact_force"] - im["max_contact_force"]) / max(im["max_contact_force"], 1.0)
+        )
         worst = max(worst, float(np.max(np.abs(obs - om))))
         tol = STEP_TOL[name]
         np.testing.assert_allclose(obs, om, atol=tol, rtol=tol, err_msg=f"step {t}")
         assert reward == pytest.approx(rm, abs=tol, rel=tol), t
         checked += 1
         contact_steps += bool(pattern[0][0])
-    print(f"{name}: {checked} steps checked ({contact_steps} in contact), worst obs difference {worst:.2e}, "
-          f"worst relative max_contact_force difference {worst_force:.2e}")
+    print(
+        f"{name}: {checked} steps checked ({contact_steps} in contact), worst obs difference {worst:.2e}, "
+        f"worst relative max_contact_force difference {worst_force:.2e}"
+    )
     # G1 starts at a random clip frame and replays the reference open loop (action 0),
     # which the tracking-error limit can end after ~30 steps.
     assert checked >= (20 if name.startswith("G1") else 30) and contact_steps > 0 and worst_force < 1e-2
@@ -112,8 +115,10 @@ def test_trajectory_agreement_with_mjx():
         assert tc == tm
         if tc:
             break
-    print(f"trajectory: worst obs difference {worst:.2e}, worst qpos difference {worst_q:.2e}, "
-          f"{sum(f > 0 for f in forces)} steps in contact, max force {max(forces):.1f} N")
+    print(
+        f"trajectory: worst obs difference {worst:.2e}, worst qpos difference {worst_q:.2e}, "
+        f"{sum(f > 0 for f in forces)} steps in contact, max force {max(forces):.1f} N"
+    )
     assert worst_q < 1e-2 and worst < 0.1
     assert sum(f > 0 for f in forces) >= 5  # the run exercises contact
     c.close()

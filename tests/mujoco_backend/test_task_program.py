@@ -29,6 +29,7 @@ def test_task_leaves_match_put_data(name):
         ours = program.read(d)
         ref = jax.tree_util.tree_leaves(mjx.put_data(e.unwrapped.model, d))
         for i, value in ours.items():
-            np.testing.assert_allclose(value, np.asarray(ref[i], np.float64), rtol=1e-6, atol=1e-6,
-                                       err_msg=program.leaves[i].path)
+            np.testing.assert_allclose(
+                value, np.asarray(ref[i], np.float64), rtol=1e-6, atol=1e-6, err_msg=program.leaves[i].path
+            )
     e.close()

@@ -50,8 +50,14 @@ def slider_model():
 @pytest.fixture(scope="module")
 def env(make_toy_env):
     return make_toy_env(
-        SLIDER_XML, ctrl_dt=CTRL_DT, initial_state=lambda key: (jnp.zeros(1), jnp.zeros(1)), force_threshold=1e6,
-        config={"episode_length": 3}, estimator="exact", randomize="episode", randomization_fn=scale_block_mass,
+        SLIDER_XML,
+        ctrl_dt=CTRL_DT,
+        initial_state=lambda key: (jnp.zeros(1), jnp.zeros(1)),
+        force_threshold=1e6,
+        config={"episode_length": 3},
+        estimator="exact",
+        randomize="episode",
+        randomization_fn=scale_block_mass,
     )
 
 
@@ -100,8 +106,13 @@ def test_mass_constants_match_mujoco_set_const():
 
 def test_randomize_options_are_checked_by_name(env, make_toy_env):
     def toy(**kwargs):
-        return make_toy_env(SLIDER_XML, ctrl_dt=CTRL_DT, initial_state=lambda key: (jnp.zeros(1), jnp.zeros(1)),
-                            force_threshold=1e6, **kwargs)
+        return make_toy_env(
+            SLIDER_XML,
+            ctrl_dt=CTRL_DT,
+            initial_state=lambda key: (jnp.zeros(1), jnp.zeros(1)),
+            force_threshold=1e6,
+            **kwargs,
+        )
 
     with pytest.raises(ValueError, match="randomize must be one of"):
         toy(randomize="instance")
@@ -131,7 +142,9 @@ def test_each_episode_steps_and_differentiates_its_own_model(env):
         return jnp.sum(qvel), (qvel, mass, ended)
 
     actions = jnp.full((steps, n, 1), a)
-    grads, (qvel, mass, ended) = jax.jit(jax.grad(rollout, has_aux=True))(actions, jax.random.split(jax.random.PRNGKey(1), n))
+    grads, (qvel, mass, ended) = jax.jit(jax.grad(rollout, has_aux=True))(
+        actions, jax.random.split(jax.random.PRNGKey(1), n)
+    )
     qvel, mass, ended, grads = map(np.asarray, (qvel, mass, ended, grads[..., 0]))
     assert ended[:, 0].tolist() == [False, False, True, False, False, True, False]
     assert np.all((mass >= MASS_RANGE[0]) & (mass <= MASS_RANGE[1]))
@@ -156,7 +169,9 @@ def test_reset_draws_and_state_from_keeps_the_episode_model(env):
     assert float(reset(jax.random.PRNGKey(0)).info["model/body_mass"][1]) == m0  # deterministic in the key
     assert env.physics_of(s0.info).model.body_mass[1] == m0
     assert env.physics_of({}).model.body_mass[1] == 1.0  # the env's own model is untouched
-    state = env.state_from(jnp.zeros(1), jnp.zeros(1), None, {k: v for k, v in s1.info.items() if k != "rng"}, s1.info["rng"])
+    state = env.state_from(
+        jnp.zeros(1), jnp.zeros(1), None, {k: v for k, v in s1.info.items() if k != "rng"}, s1.info["rng"]
+    )
     assert float(state.info["model/body_mass"][1]) == m1
     nxt = jax.jit(env.plain_step)(state, jnp.ones(1))
     assert float(nxt.data.qvel[0]) == pytest.approx(CTRL_DT / m1, rel=1e-5)

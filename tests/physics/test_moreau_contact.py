@@ -139,8 +139,18 @@ def test_prox_iterations_are_their_kernel():
         s = rng.uniform(0.3, 1.0, 3)
         mu = np.array([0.5, 1.0, 0.2])
         want = _reference_prox(G, c, s, mu, 10)
-        got = solve_impulses(jnp.asarray(G.reshape(3, 3, 3, 3)), jnp.asarray(c), jnp.asarray(s), jnp.asarray(mu),
-                             jnp.ones((3, 3), bool), 10, step_cap=False) * jnp.asarray(s)[:, None]
+        got = (
+            solve_impulses(
+                jnp.asarray(G.reshape(3, 3, 3, 3)),
+                jnp.asarray(c),
+                jnp.asarray(s),
+                jnp.asarray(mu),
+                jnp.ones((3, 3), bool),
+                10,
+                step_cap=False,
+            )
+            * jnp.asarray(s)[:, None]
+        )
         assert np.abs(want).max() > 0
         np.testing.assert_allclose(np.asarray(got), want, rtol=2e-4, atol=2e-5 * np.abs(want).max())
 
@@ -210,7 +220,9 @@ def test_sliding_friction_is_capped_at_mu_times_the_normal_impulse(ball_step):
 
 
 @pytest.mark.integration
-@pytest.mark.parametrize("xml", [pytest.param("ball", marks=pytest.mark.integration), "foot"], ids=["ball", "foot-4-contacts"])
+@pytest.mark.parametrize(
+    "xml", [pytest.param("ball", marks=pytest.mark.integration), "foot"], ids=["ball", "foot-4-contacts"]
+)
 def test_step_jacobians_match_finite_differences_in_float64(xml):
     """A = d(next state)/d(state) and B = d(next state)/d(ctrl) of one control step (two
     substeps) by forward-mode autodiff through the unrolled prox iterations vs central
@@ -244,7 +256,9 @@ def test_step_jacobians_match_finite_differences_in_float64(xml):
         jac = np.asarray(jax.jit(jax.jacfwd(f))(jnp.asarray(x0)))
         assert jac.dtype == np.float64
         eps = 1e-6
-        fd = np.stack([(np.asarray(f(x0 + eps * e)) - np.asarray(f(x0 - eps * e))) / (2 * eps) for e in np.eye(x0.size)], 1)
+        fd = np.stack(
+            [(np.asarray(f(x0 + eps * e)) - np.asarray(f(x0 - eps * e))) / (2 * eps) for e in np.eye(x0.size)], 1
+        )
         contact = physics.make_data(jnp.asarray(qpos), jnp.asarray(qvel))._impl.contact
         assert int(np.sum(np.asarray(contact.dist) < 0)) == (1 if xml == "ball" else 4)  # all contacts penetrating
     assert np.isfinite(jac).all()
@@ -352,7 +366,9 @@ def test_g1_stands_on_the_moreau_floor():
 
 
 # ----- the bundle trigger reads the model's forces ----------------------------------
-TOY_BALL_XML = BALL_XML.replace(f'mass="{MASS}"', 'mass="1.0"').replace("<actuator>", "<!--").replace("</actuator>", "-->")
+TOY_BALL_XML = (
+    BALL_XML.replace(f'mass="{MASS}"', 'mass="1.0"').replace("<actuator>", "<!--").replace("</actuator>", "-->")
+)
 
 
 def test_bcg_trigger_reads_the_moreau_normal_force_of_a_resting_ball(make_toy_env):
@@ -362,9 +378,12 @@ def test_bcg_trigger_reads_the_moreau_normal_force_of_a_resting_ball(make_toy_en
     and at depth d a fraction ``1 - sigmoid(kappa d)`` of the stopping impulse is missing
     each substep."""
     env = make_toy_env(
-        TOY_BALL_XML, ctrl_dt=0.02, force_threshold=5.0,
+        TOY_BALL_XML,
+        ctrl_dt=0.02,
+        force_threshold=5.0,
         initial_state=lambda key: (jnp.array([0.0, 0.0, RADIUS - 0.004, 1.0, 0.0, 0.0, 0.0]), jnp.zeros(6)),
-        contact_model="moreau", kappa=300.0,
+        contact_model="moreau",
+        kappa=300.0,
     )
     state = env.reset(jax.random.PRNGKey(0))
     step = jax.jit(env.plain_step)
@@ -406,8 +425,12 @@ def test_moreau_is_mjx_only():
 
 
 def test_contact_options_and_with_contact_stiffness():
-    env = bcg_envs.make_jax("BoxPush-v0", contact_model="moreau", kappa=100.0,
-                            contact_options={"prox_iterations": 4, "contact_margin": 0.001, "step_cap": False})
+    env = bcg_envs.make_jax(
+        "BoxPush-v0",
+        contact_model="moreau",
+        kappa=100.0,
+        contact_options={"prox_iterations": 4, "contact_margin": 0.001, "step_cap": False},
+    )
     params = env.physics.moreau
     assert (params.kappa, params.prox_iterations, params.contact_margin, params.step_cap) == (100.0, 4, 0.001, False)
     assert env.with_contact_stiffness(50.0).physics.moreau.kappa == 50.0 and env.physics.moreau.kappa == 100.0

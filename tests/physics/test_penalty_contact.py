@@ -117,7 +117,10 @@ def test_gradients_match_finite_differences_and_coulomb_sliding():
     jac = np.asarray(jax.jit(jax.jacrev(final_xy))(jnp.asarray(v0)))
     f = jax.jit(final_xy)
     eps = 2e-2
-    fd = np.stack([(np.asarray(f(v0 + eps * e)) - np.asarray(f(v0 - eps * e))) / (2 * eps) for e in np.eye(2, dtype=np.float32)], 1)
+    fd = np.stack(
+        [(np.asarray(f(v0 + eps * e)) - np.asarray(f(v0 - eps * e))) / (2 * eps) for e in np.eye(2, dtype=np.float32)],
+        1,
+    )
     speed = np.linalg.norm(v0)
     u = v0 / speed
     closed_form = t * np.eye(2) - MU * G * t**2 / 2 * (np.eye(2) - np.outer(u, u)) / speed

@@ -66,8 +66,9 @@ def test_with_contact_stiffness_copies_the_env_and_checks_a_concrete_value():
     stiff = soft.with_contact_stiffness(0.004)
     np.testing.assert_allclose(np.asarray(stiff.physics.model.geom_solref[:, 0]), 0.004)
     np.testing.assert_allclose(np.asarray(soft.physics.model.geom_solref[:, 0]), 0.02)
-    np.testing.assert_allclose(np.asarray(stiff.physics.model.geom_solref[:, 1]),
-                               np.asarray(soft.physics.model.geom_solref[:, 1]))  # damping ratios kept
+    np.testing.assert_allclose(
+        np.asarray(stiff.physics.model.geom_solref[:, 1]), np.asarray(soft.physics.model.geom_solref[:, 1])
+    )  # damping ratios kept
     with pytest.raises(ValueError, match="physics_dt"):
         soft.with_contact_stiffness(0.001)  # below 2 x the 1 ms timestep
     with pytest.raises(ValueError, match="direct"):

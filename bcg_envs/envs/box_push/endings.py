@@ -21,8 +21,9 @@ def distance_and_yaw(obs: np.ndarray) -> Tuple[float, float]:
     return float(np.linalg.norm(obs[GOAL_OFFSET])), float(abs(np.arctan2(sin, cos)))
 
 
-def episode_endings(policy: Callable[[np.ndarray], np.ndarray], episodes: int = 16, seed: int = 0,
-                    backend: str = "mujoco") -> Dict[str, np.ndarray]:
+def episode_endings(
+    policy: Callable[[np.ndarray], np.ndarray], episodes: int = 16, seed: int = 0, backend: str = "mujoco"
+) -> Dict[str, np.ndarray]:
     """Full BoxPush-v0 episodes of ``policy`` (observation -> action) from reset seeds
     ``seed, seed + 1, ...``. Per episode: ``return``, ``length``, ``success`` (the last
     step's ``info["is_success"]``), ``start_distance``/``final_distance`` (m) and

@@ -128,7 +128,8 @@ class BoxPush(MjxEnv):
 
     def reward_terms(self, prev, action, data, info):
         return {
-            "progress": 0.5 * (1.0 + jnp.tanh((_goal_distance(prev, info) - _goal_distance(data, info)) / self.dt / 0.05)),
+            "progress": 0.5
+            * (1.0 + jnp.tanh((_goal_distance(prev, info) - _goal_distance(data, info)) / self.dt / 0.05)),
             "distance": jnp.clip(1.0 - _goal_distance(data, info) / 0.5, 0.0, 1.0),
             "yaw": jnp.exp(-(1.0 - jnp.cos(data.qpos[4] - info["goal_yaw"])) / 0.05),
             "reach": jnp.clip(1.0 - _norm(data.qpos[2:4] - data.qpos[0:2]) / 0.5, 0.0, 1.0),

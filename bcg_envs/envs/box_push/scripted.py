@@ -159,9 +159,13 @@ def do_nothing(obs: np.ndarray) -> np.ndarray:
 #: Named policies of ``python -m bcg_envs.envs.box_push.scripted --policy NAME``; ``trained``
 #: and ``trained_shac`` are the shipped learned policies (SB3 PPO and SHAC exact, the same env
 #: steps each; ``bcg_envs.export.trained_policy``), reference points beside the script.
-POLICIES = {"scripted": lambda: scripted_push, "nothing": lambda: do_nothing, "escape": lambda: escape,
-            "trained": lambda: NumpyPolicy.load(trained_policy_path("BoxPush-v0", "sb3_ppo")),
-            "trained_shac": lambda: NumpyPolicy.load(trained_policy_path("BoxPush-v0", "shac_exact"))}
+POLICIES = {
+    "scripted": lambda: scripted_push,
+    "nothing": lambda: do_nothing,
+    "escape": lambda: escape,
+    "trained": lambda: NumpyPolicy.load(trained_policy_path("BoxPush-v0", "sb3_ppo")),
+    "trained_shac": lambda: NumpyPolicy.load(trained_policy_path("BoxPush-v0", "shac_exact")),
+}
 
 
 if __name__ == "__main__":

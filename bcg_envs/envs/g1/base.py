@@ -29,7 +29,6 @@ from bcg_envs.envs.g1 import constants as C
 from bcg_envs.envs.g1 import motions
 from bcg_envs.envs.g1.quaternions import quat_normalize, quat_rotate_inverse
 
-
 # --------------------------------------------------------------------------------------
 # Proprioception from the state (qpos, qvel) only: valid on any mjx.Data, including one
 # made by ``mjx.put_data`` from a MuJoCo C ``MjData``.

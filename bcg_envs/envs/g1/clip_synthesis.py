@@ -262,6 +262,7 @@ class _Synth:
             if key.ankle_shift is None:
                 free.append(2)
         if free:
+
             def residual(p):
                 return self._balance_residual(self.build(key, *p), p[0], key.balance)
 
@@ -416,13 +417,18 @@ class _Synth:
 
 # ---- the three clips ------------------------------------------------------------------
 
+
 def _arms(pitch_l, roll_l, elbow_l, pitch_r=None, roll_r=None, elbow_r=None) -> Dict[str, float]:
     pitch_r = pitch_l if pitch_r is None else pitch_r
     roll_r = -roll_l if roll_r is None else roll_r
     elbow_r = elbow_l if elbow_r is None else elbow_r
     return {
-        "left_shoulder_pitch": pitch_l, "left_shoulder_roll": roll_l, "left_elbow": elbow_l,
-        "right_shoulder_pitch": pitch_r, "right_shoulder_roll": roll_r, "right_elbow": elbow_r,
+        "left_shoulder_pitch": pitch_l,
+        "left_shoulder_roll": roll_l,
+        "left_elbow": elbow_l,
+        "right_shoulder_pitch": pitch_r,
+        "right_shoulder_roll": roll_r,
+        "right_elbow": elbow_r,
     }
 
 
@@ -436,7 +442,10 @@ _STAND_LEGS = _stance(0.3, -0.2)  # = DEFAULT_POSE legs with pitch 0 (hip -0.1)
 def _squat_keys() -> List[_Key]:
     stand = _Key(0.0, _STAND_LEGS)
     deep = _Key(
-        1.1, _stance(2.0, -0.78), pitch=None, balance="both",
+        1.1,
+        _stance(2.0, -0.78),
+        pitch=None,
+        balance="both",
         upper={"waist_pitch": 0.15, **_arms(-1.2, 0.15, 0.5)},
     )
     return [
@@ -452,8 +461,9 @@ def _squat_keys() -> List[_Key]:
 def _kick_keys() -> List[_Key]:
     # Stance on the left foot, front kick with the right leg.
     stand = _Key(0.0, _STAND_LEGS)
-    shifted = _Key(0.5, _stance(0.4, -0.25), pitch=0.0, shift=None, ankle_shift=None,
-                   balance="left", upper=_arms(0.1, 0.35, 1.0))
+    shifted = _Key(
+        0.5, _stance(0.4, -0.25), pitch=0.0, shift=None, ankle_shift=None, balance="left", upper=_arms(0.1, 0.35, 1.0)
+    )
 
     def swing(duration, hip, knee, ankle, arms, lean=-0.1):
         # Fixed backward lean of the pelvis; the COM is kept over the stance foot by the
@@ -461,7 +471,12 @@ def _kick_keys() -> List[_Key]:
         return _Key(
             duration,
             {"left": ("stance", 0.4, -0.25), "right": ("free", hip, knee, ankle)},
-            support="left", pitch=lean, shift=None, ankle_shift=None, balance="left", upper=arms,
+            support="left",
+            pitch=lean,
+            shift=None,
+            ankle_shift=None,
+            balance="left",
+            upper=arms,
         )
 
     guard = {"waist_pitch": 0.1, **_arms(-0.4, 0.45, 1.1, pitch_r=-0.1, roll_r=-0.45, elbow_r=1.0)}
@@ -485,20 +500,45 @@ def _kick_keys() -> List[_Key]:
 def _jump_keys(synth: _Synth, rise: float = 0.2) -> List[_Key]:
     stand = _Key(0.0, _STAND_LEGS)
     crouch = _Key(
-        0.5, _stance(1.4, -0.7), pitch=None, balance="both",
+        0.5,
+        _stance(1.4, -0.7),
+        pitch=None,
+        balance="both",
         upper={"waist_pitch": 0.2, **_arms(0.6, 0.25, 0.4)},
     )
     # Take-off: legs extended, heels up (toe push), arms swung forward and up.
     takeoff_legs = {"left": ("free", -0.3, 0.25, 0.4), "right": ("free", -0.3, 0.25, 0.4)}
-    takeoff = _Key(0.0, takeoff_legs, pitch=0.05, flat=False,
-                   upper={"waist_pitch": 0.05, **_arms(-1.0, 0.3, 0.3)}, easing=("ease_in", 3.0))
-    tuck = _Key(0.0, {"left": ("free", -0.9, 1.2, -0.1), "right": ("free", -0.9, 1.2, -0.1)},
-                support="none", pitch=0.08, upper={"waist_pitch": 0.1, **_arms(-0.9, 0.35, 0.6)})
-    land = _Key(0.0, {"left": ("free", -0.35, 0.45, 0.2), "right": ("free", -0.35, 0.45, 0.2)},
-                pitch=0.05, flat=False, contact="none",
-                upper={"waist_pitch": 0.05, **_arms(-0.6, 0.3, 0.5)})
-    absorb = _Key(0.0, _stance(1.3, -0.65), pitch=None, balance="both",
-                  upper={"waist_pitch": 0.2, **_arms(-0.3, 0.3, 0.8)}, easing=("ease_out", 3.0))
+    takeoff = _Key(
+        0.0,
+        takeoff_legs,
+        pitch=0.05,
+        flat=False,
+        upper={"waist_pitch": 0.05, **_arms(-1.0, 0.3, 0.3)},
+        easing=("ease_in", 3.0),
+    )
+    tuck = _Key(
+        0.0,
+        {"left": ("free", -0.9, 1.2, -0.1), "right": ("free", -0.9, 1.2, -0.1)},
+        support="none",
+        pitch=0.08,
+        upper={"waist_pitch": 0.1, **_arms(-0.9, 0.35, 0.6)},
+    )
+    land = _Key(
+        0.0,
+        {"left": ("free", -0.35, 0.45, 0.2), "right": ("free", -0.35, 0.45, 0.2)},
+        pitch=0.05,
+        flat=False,
+        contact="none",
+        upper={"waist_pitch": 0.05, **_arms(-0.6, 0.3, 0.5)},
+    )
+    absorb = _Key(
+        0.0,
+        _stance(1.3, -0.65),
+        pitch=None,
+        balance="both",
+        upper={"waist_pitch": 0.2, **_arms(-0.3, 0.3, 0.8)},
+        easing=("ease_out", 3.0),
+    )
 
     # Velocity matching: the push-off ends (ease-in, cubic) with the root rising at v0, the
     # flight is ballistic, and the landing absorption (ease-out) starts at the touch-down

@@ -102,11 +102,22 @@ JOINT_UPPER: np.ndarray = np.array([JOINT_LIMITS[n][1] for n in JOINT_NAMES])
 
 # Joint torque limits (Nm), Menagerie g1_mjx.xml `actuatorfrcrange` (symmetric).
 _TORQUE_BY_KIND = {
-    "hip_pitch": 88.0, "hip_roll": 139.0, "hip_yaw": 88.0, "knee": 139.0,
-    "ankle_pitch": 50.0, "ankle_roll": 50.0,
-    "waist_yaw": 88.0, "waist_roll": 50.0, "waist_pitch": 50.0,
-    "shoulder_pitch": 25.0, "shoulder_roll": 25.0, "shoulder_yaw": 25.0, "elbow": 25.0,
-    "wrist_roll": 25.0, "wrist_pitch": 5.0, "wrist_yaw": 5.0,
+    "hip_pitch": 88.0,
+    "hip_roll": 139.0,
+    "hip_yaw": 88.0,
+    "knee": 139.0,
+    "ankle_pitch": 50.0,
+    "ankle_roll": 50.0,
+    "waist_yaw": 88.0,
+    "waist_roll": 50.0,
+    "waist_pitch": 50.0,
+    "shoulder_pitch": 25.0,
+    "shoulder_roll": 25.0,
+    "shoulder_yaw": 25.0,
+    "elbow": 25.0,
+    "wrist_roll": 25.0,
+    "wrist_pitch": 5.0,
+    "wrist_yaw": 5.0,
 }
 
 
@@ -114,7 +125,7 @@ def _kind(joint: str) -> str:
     name = joint[: -len("_joint")]
     for side in ("left_", "right_"):
         if name.startswith(side):
-            name = name[len(side):]
+            name = name[len(side) :]
     return name
 
 
@@ -127,11 +138,35 @@ PUBLISHED_TOTAL_MASS: float = 33.341142
 # Stand keyframe joint angles (= Menagerie scene_mjx.xml keyframe "home" joint angles).
 DEFAULT_POSE: np.ndarray = np.array(
     [
-        -0.1, 0.0, 0.0, 0.3, -0.2, 0.0,  # left leg
-        -0.1, 0.0, 0.0, 0.3, -0.2, 0.0,  # right leg
-        0.0, 0.0, 0.0,  # waist yaw, roll, pitch
-        0.2, 0.2, 0.0, 1.28, 0.0, 0.0, 0.0,  # left arm
-        0.2, -0.2, 0.0, 1.28, 0.0, 0.0, 0.0,  # right arm
+        -0.1,
+        0.0,
+        0.0,
+        0.3,
+        -0.2,
+        0.0,  # left leg
+        -0.1,
+        0.0,
+        0.0,
+        0.3,
+        -0.2,
+        0.0,  # right leg
+        0.0,
+        0.0,
+        0.0,  # waist yaw, roll, pitch
+        0.2,
+        0.2,
+        0.0,
+        1.28,
+        0.0,
+        0.0,
+        0.0,  # left arm
+        0.2,
+        -0.2,
+        0.0,
+        1.28,
+        0.0,
+        0.0,
+        0.0,  # right arm
     ]
 )
 # Pelvis height of the stand keyframe: foot spheres touch z=0 (forward kinematics).

@@ -251,9 +251,7 @@ def load_csv(path: PathLike, fps: float = DEFAULT_FPS, name: Optional[str] = Non
                         f"{path}, line {lineno}, column {col}: {field.strip()!r} is not a number"
                     ) from None
                 if not math.isfinite(v):
-                    raise ValueError(
-                        f"{path}, line {lineno}, column {col}: non-finite value {field.strip()!r}"
-                    )
+                    raise ValueError(f"{path}, line {lineno}, column {col}: non-finite value {field.strip()!r}")
                 values.append(v)
             if math.sqrt(sum(v * v for v in values[3:7])) < 1e-8:
                 raise ValueError(f"{path}, line {lineno}: root quaternion is zero")
@@ -289,5 +287,3 @@ def clip_path(name: str, motions_dir: PathLike = C.MOTIONS_DIR) -> Path:
 def load_clip(name: str, motions_dir: PathLike = C.MOTIONS_DIR, fps: float = DEFAULT_FPS) -> MotionClip:
     """Load a shipped clip (bcg_envs/assets/motions/g1_<name>.csv)."""
     return load_csv(clip_path(name, motions_dir), fps=fps, name=name)
-
-

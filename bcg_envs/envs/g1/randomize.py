@@ -63,9 +63,13 @@ def check_ranges(ranges: Mapping[str, Any]) -> None:
         value = ranges.get(key)
         ok = isinstance(value, (tuple, list)) and len(value) == 2 and all(np.isfinite(v) for v in value)
         if not ok or value[0] > value[1]:
-            raise ValueError(f"config['randomization'][{key!r}] must be a (low, high) pair with low <= high, got {value!r}")
+            raise ValueError(
+                f"config['randomization'][{key!r}] must be a (low, high) pair with low <= high, got {value!r}"
+            )
         if key != "base_mass_offset" and value[0] <= 0:
-            raise ValueError(f"config['randomization'][{key!r}] scales a positive quantity: low must be > 0, got {value!r}")
+            raise ValueError(
+                f"config['randomization'][{key!r}] scales a positive quantity: low must be > 0, got {value!r}"
+            )
 
 
 def _indices(model: mjx.Model) -> Tuple[np.ndarray, np.ndarray, int]:

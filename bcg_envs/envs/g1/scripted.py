@@ -112,13 +112,11 @@ def _policy_factory(name: str, env, env_id: str) -> Callable[[np.ndarray], Calla
         return lambda obs0: policy
     if name in ("escape+", "escape-"):
         a = np.full(jax_env.action_size, 1.0 if name == "escape+" else -1.0, np.float32)
-        return lambda obs0: (lambda obs: a)
+        return lambda obs0: lambda obs: a
     raise ValueError(f"policy must be one of {POLICIES}, got {name!r}")
 
 
-def run(
-    env_id: str, policy: str, *, episodes: int = 20, seed: int = 0, random_start: bool = True
-) -> Dict[str, Any]:
+def run(env_id: str, policy: str, *, episodes: int = 20, seed: int = 0, random_start: bool = True) -> Dict[str, Any]:
     """Episodes of one scripted ``policy`` on ``env_id`` (MuJoCo C); per-episode rows and means.
 
     Returns ``returns``, ``lengths``, ``success`` (bools), ``tracking_error_cm``,
@@ -133,12 +131,14 @@ def run(
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     env = gym.make(
-        f"bcg_envs/{env_id}", backend="mujoco",
+        f"bcg_envs/{env_id}",
+        backend="mujoco",
         config={"residual_actions": policy in TRAINED, "random_start": random_start},
     )
     make = _policy_factory(policy, env, env_id)
-    rows: Dict[str, List[Any]] = {k: [] for k in ("returns", "lengths", "success", "tracking_error_cm",
-                                                  "joint_error_rad", "fell", "completed")}
+    rows: Dict[str, List[Any]] = {
+        k: [] for k in ("returns", "lengths", "success", "tracking_error_cm", "joint_error_rad", "fell", "completed")
+    }
     try:
         for ep in range(episodes):
             obs, info = env.reset(seed=seed + ep)
@@ -191,12 +191,16 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--episodes", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--fixed-start", action="store_true", help="start every episode at the clip's first frame")
-    parser.add_argument("--plot", default=None, help="also draw the success rates with their 95 %% intervals to this .png")
+    parser.add_argument(
+        "--plot", default=None, help="also draw the success rates with their 95 %% intervals to this .png"
+    )
     args = parser.parse_args(argv)
     start = "first frame" if args.fixed_start else "random frames"
     print(f"MuJoCo C, {args.episodes} episodes from seed {args.seed}, starts at {start}")
-    print(f"{'env':11s} {'policy':12s} {'return':>7s} {'steps':>6s} {'success [95 % CI]':>20s} {'err cm':>9s} "
-          f"{'err rad':>9s} {'falls':>7s} {'complete':>8s}")
+    print(
+        f"{'env':11s} {'policy':12s} {'return':>7s} {'steps':>6s} {'success [95 % CI]':>20s} {'err cm':>9s} "
+        f"{'err rad':>9s} {'falls':>7s} {'complete':>8s}"
+    )
     results = []
     for env_id in args.env:
         for policy in args.policies:
@@ -217,8 +221,12 @@ def plot_success(results: List[Any], path: str, title: str) -> None:
 
     labels = [label for label, _ in results]
     rate = np.array([100 * s["success_rate"] for _, s in results])
-    err = np.array([[100 * s["success_rate"] - 100 * s["success_low"] for _, s in results],
-                    [100 * s["success_high"] - 100 * s["success_rate"] for _, s in results]])
+    err = np.array(
+        [
+            [100 * s["success_rate"] - 100 * s["success_low"] for _, s in results],
+            [100 * s["success_high"] - 100 * s["success_rate"] for _, s in results],
+        ]
+    )
     fig, ax = plt.subplots(figsize=(1.8 * len(results) + 1.5, 3.5))
     ax.bar(range(len(results)), rate, yerr=err, capsize=6, color="tab:blue")
     ax.set_xticks(range(len(results)), labels)

@@ -253,12 +253,16 @@ class G1Track(G1Env):
         if self.pushes_at_reset:
             v = self.config["randomization"]["push_velocity"]
             qvel = qvel.at[0:2].add(jax.random.uniform(k_push, (2,), minval=-v, maxval=v))
-        return qpos, qvel, {
-            "ref_start": start.astype(jnp.int32),
-            **{k: jnp.zeros((), jnp.float32) for k in EPISODE_ERRORS},
-            "fell": jnp.zeros((), bool),
-            "clip_completed": jnp.zeros((), bool),
-        }
+        return (
+            qpos,
+            qvel,
+            {
+                "ref_start": start.astype(jnp.int32),
+                **{k: jnp.zeros((), jnp.float32) for k in EPISODE_ERRORS},
+                "fell": jnp.zeros((), bool),
+                "clip_completed": jnp.zeros((), bool),
+            },
+        )
 
     def last_action(self, data, info) -> jax.Array:
         """The previous action, recovered from the PD targets in ``data.ctrl``.
@@ -301,13 +305,20 @@ class G1Track(G1Env):
     def observation_layout(self) -> Dict[str, slice]:
         """Name -> slice of the observation vector (``ref<k>_*`` for k steps ahead)."""
         sizes = [
-            ("base_height", 1), ("gravity", 3), ("base_linvel", 3), ("base_angvel", 3),
-            ("joint_pos", C.NUM_JOINTS), ("joint_vel", C.NUM_JOINTS), ("last_action", C.NUM_JOINTS),
+            ("base_height", 1),
+            ("gravity", 3),
+            ("base_linvel", 3),
+            ("base_angvel", 3),
+            ("joint_pos", C.NUM_JOINTS),
+            ("joint_vel", C.NUM_JOINTS),
+            ("last_action", C.NUM_JOINTS),
         ]
         for k in self.config["reference_steps"]:
             sizes += [
-                (f"ref{k}_joint_pos", C.NUM_JOINTS), (f"ref{k}_base_height", 1),
-                (f"ref{k}_orientation", 6), (f"ref{k}_position", 3),
+                (f"ref{k}_joint_pos", C.NUM_JOINTS),
+                (f"ref{k}_base_height", 1),
+                (f"ref{k}_orientation", 6),
+                (f"ref{k}_position", 3),
             ]
         sizes.append(("phase", 2))
         layout, start = {}, 0

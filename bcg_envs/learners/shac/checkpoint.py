@@ -70,9 +70,7 @@ def save_checkpoint(path: Union[str, Path], ts: TrainingState, meta: Optional[Di
         "iteration": int(ts.iteration),
         "meta": json.dumps(meta or {}),
         "leaves": {str(i): leaf for i, leaf in enumerate(leaves)},
-        "params": jax.tree.map(
-            np.asarray, {"normalizer": host.normalizer, "actor": host.actor, "critic": host.critic}
-        ),
+        "params": jax.tree.map(np.asarray, {"normalizer": host.normalizer, "actor": host.actor, "critic": host.critic}),
     }
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_bytes(flax.serialization.msgpack_serialize(payload))

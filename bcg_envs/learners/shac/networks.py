@@ -66,7 +66,11 @@ def make_shac_networks(config: NetworkConfig) -> ShacNetworks:
     """The actor (``tanh``-squashed Gaussian) and critic MLPs of ``config``."""
     networks.activation_fn(config.activation)  # a bad name fails here, before tracing
     actor = networks.Actor(
-        config.action_size, tuple(config.actor_hidden), config.activation, config.layer_norm, config.init_log_std,
+        config.action_size,
+        tuple(config.actor_hidden),
+        config.activation,
+        config.layer_norm,
+        config.init_log_std,
         config.actor_output_scale,
     )
     critic = networks.Critic(tuple(config.critic_hidden), config.activation, config.layer_norm)

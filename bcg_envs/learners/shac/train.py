@@ -252,9 +252,7 @@ class TrainingPrograms:
 
         if cfg.network.normalize_observations:
             finite = jnp.all(jnp.isfinite(traj["raw_obs"]))
-            normalizer = losses.select_tree(
-                finite, networks.normalizer_update(normalizer, traj["raw_obs"]), normalizer
-            )
+            normalizer = losses.select_tree(finite, networks.normalizer_update(normalizer, traj["raw_obs"]), normalizer)
 
         finished = jnp.sum(traj["ended"])
         new = TrainState(
@@ -540,9 +538,7 @@ def train(
     hp = jax.device_put({k: jnp.asarray(float(v), jnp.float32) for k, v in hyper.items()}, built.replicated)
     eval_length = int(eval_episode_length or env.episode_length)
     eval_iters = (
-        sorted({int(round(x)) for x in np.linspace(0, num_iterations, max(num_evals, 2))})
-        if num_evals > 0
-        else []
+        sorted({int(round(x)) for x in np.linspace(0, num_iterations, max(num_evals, 2))}) if num_evals > 0 else []
     )
     if num_evals == 1:
         eval_iters = [num_iterations]
@@ -576,8 +572,16 @@ def train(
     log = None
     if log_dir is not None and lead:
         train_fields = list(jax.eval_shape(built.iterate, ts, hp)[1])
-        fields = ["iteration", "num_steps", "walltime", *train_fields, "simulated_steps", "bundled_steps",
-                  "skipped_updates", *evaluator.EVAL_FIELDS]
+        fields = [
+            "iteration",
+            "num_steps",
+            "walltime",
+            *train_fields,
+            "simulated_steps",
+            "bundled_steps",
+            "skipped_updates",
+            *evaluator.EVAL_FIELDS,
+        ]
         log = ProgressLog(log_dir, fields, append=start > 0)
     bar = None
     if progress_bar and lead:
@@ -648,9 +652,11 @@ def train(
             if checkpoint_dir is not None and (done_iters % checkpoint_every == 0 or done_iters == num_iterations):
                 host = checkpoint.host_state(ts)  # a collective across processes: every one gathers
                 if lead:
-                    checkpoint.save_checkpoint(checkpoint.checkpoint_path(checkpoint_dir, done_iters), host,
-                                               {**meta, "num_steps": num_steps, "simulated_steps": simulated,
-                                                "bundled_steps": bundled})
+                    checkpoint.save_checkpoint(
+                        checkpoint.checkpoint_path(checkpoint_dir, done_iters),
+                        host,
+                        {**meta, "num_steps": num_steps, "simulated_steps": simulated, "bundled_steps": bundled},
+                    )
             if bar is not None:
                 bar.update(steps_per_iter)
                 postfix["steps/s"] = f"{steps_per_iter / max(time.time() - t_iter, 1e-9):.0f}"

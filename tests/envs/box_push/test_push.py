@@ -147,8 +147,10 @@ def test_exact_jacobians_match_mujoco_c_finite_differences(env, contact):
         checked += 1
         if checked == 10:
             break
-    print(f"checked {checked} states ({'contact' if contact else 'free'}), worst rel. error {worst:.2e}, "
-          f"{mismatched} skipped where MJX and C disagreed on the step itself")
+    print(
+        f"checked {checked} states ({'contact' if contact else 'free'}), worst rel. error {worst:.2e}, "
+        f"{mismatched} skipped where MJX and C disagreed on the step itself"
+    )
     assert checked == 10 and mismatched <= 2
 
 
@@ -166,14 +168,18 @@ def test_exact_jacobians_with_the_box_held_by_dry_friction(env):
     rng = np.random.default_rng(3)
     checked = 0
     for _ in range(20):
-        qpos = np.concatenate([rng.uniform(-0.4, -0.3, 1), rng.uniform(-0.3, 0.3, 1), rng.uniform(0.0, 0.1, 2), rng.uniform(-0.3, 0.3, 1)])
+        qpos = np.concatenate(
+            [rng.uniform(-0.4, -0.3, 1), rng.uniform(-0.3, 0.3, 1), rng.uniform(0.0, 0.1, 2), rng.uniform(-0.3, 0.3, 1)]
+        )
         qvel = np.concatenate([rng.uniform(-0.2, 0.2, 2), np.zeros(3)])
         action = rng.uniform(-0.3, 0.3, 2)
         x = np.concatenate([qpos, qvel])
         A_fd, B_fd, _, pattern = c_jacobians(model, x, action, n_sub)
         # No contact and the box's dry friction sticking (not slipping) at every substep,
         # also under +-1e-5 on every state coordinate: away from stick/slip switches.
-        probes = [pattern] + [c_step(model, *np.split(x + d * e, [5]), action, n_sub)[1] for e in np.eye(10) for d in (1e-5, -1e-5)]
+        probes = [pattern] + [
+            c_step(model, *np.split(x + d * e, [5]), action, n_sub)[1] for e in np.eye(10) for d in (1e-5, -1e-5)
+        ]
         if any(p[0] > 0 or any(p[3]) for pat in probes for p in pat):
             continue
         env.unwrapped.set_state(qpos, qvel)
@@ -346,7 +352,9 @@ def test_shipped_learned_policies_load_and_score_between_doing_nothing_and_the_s
     for learner in ("sb3_ppo", "shac_exact"):
         policy = trained_policy("BoxPush-v0", learner)
         assert policy.observation_size == 17 and policy.action_size == 2 and policy.env_id == "BoxPush-v0"
-    nothing, ppo, shac, scripted = (scores[k]["mean_return"] for k in ("nothing", "trained", "trained_shac", "scripted"))
+    nothing, ppo, shac, scripted = (
+        scores[k]["mean_return"] for k in ("nothing", "trained", "trained_shac", "scripted")
+    )
     assert nothing < ppo < shac < scripted
 
 

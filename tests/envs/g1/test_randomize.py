@@ -43,7 +43,9 @@ def draws(nominal):
 
 def test_ranges_are_the_configs():
     cfg = default_config()["randomization"]
-    assert default_ranges() == {k: tuple(cfg[k]) for k in ("friction", "link_mass_scale", "base_mass_offset", "pd_gain_scale")}
+    assert default_ranges() == {
+        k: tuple(cfg[k]) for k in ("friction", "link_mass_scale", "base_mass_offset", "pd_gain_scale")
+    }
 
 
 def test_only_the_randomized_fields_get_a_batch_axis(nominal, draws):
@@ -70,7 +72,9 @@ def test_draws_stay_in_the_configured_ranges(nominal, draws):
         assert 0.3 <= mu <= 1.2
         np.testing.assert_array_equal(geom_friction[foot, 0], mu)
         np.testing.assert_array_equal(np.asarray(batched.pair_friction[i])[pairs, 0:2], mu)
-        np.testing.assert_array_equal(np.asarray(batched.pair_friction[i])[others], nominal.pair_friction[others].astype(np.float32))
+        np.testing.assert_array_equal(
+            np.asarray(batched.pair_friction[i])[others], nominal.pair_friction[others].astype(np.float32)
+        )
         rest = np.setdiff1d(np.arange(nominal.ngeom), foot)
         np.testing.assert_array_equal(geom_friction[rest], nominal.geom_friction[rest].astype(np.float32))
         mass = np.asarray(batched.body_mass[i])
@@ -79,7 +83,9 @@ def test_draws_stay_in_the_configured_ranges(nominal, draws):
         inertia = np.asarray(batched.body_inertia[i])
         np.testing.assert_allclose(inertia[links] / nominal.body_inertia[links], ratio[:, None] * np.ones(3), rtol=1e-5)
         assert mass[0] == 0.0
-        assert 0.8 * nominal.body_mass[pelvis] - 3.0 - 1e-4 <= mass[pelvis] <= 1.2 * nominal.body_mass[pelvis] + 3.0 + 1e-4
+        assert (
+            0.8 * nominal.body_mass[pelvis] - 3.0 - 1e-4 <= mass[pelvis] <= 1.2 * nominal.body_mass[pelvis] + 3.0 + 1e-4
+        )
         kp = np.asarray(batched.actuator_gainprm[i])[:, 0] / nominal.actuator_gainprm[:, 0]
         kv = np.asarray(batched.actuator_biasprm[i])[:, 2] / nominal.actuator_biasprm[:, 2]
         for scale in (kp, kv):

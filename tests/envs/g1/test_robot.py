@@ -4,7 +4,6 @@ Reference numbers below are written out by hand from MuJoCo Menagerie,
 google-deepmind/mujoco_menagerie, unitree_g1/g1_mjx.xml (model "g1_29dof_rev_1_0 mjx").
 """
 
-
 import mujoco
 import numpy as np
 import pytest
@@ -12,15 +11,35 @@ import pytest
 from bcg_envs.envs.g1 import constants as C
 
 MENAGERIE_JOINT_ORDER = [
-    "left_hip_pitch_joint", "left_hip_roll_joint", "left_hip_yaw_joint", "left_knee_joint",
-    "left_ankle_pitch_joint", "left_ankle_roll_joint",
-    "right_hip_pitch_joint", "right_hip_roll_joint", "right_hip_yaw_joint", "right_knee_joint",
-    "right_ankle_pitch_joint", "right_ankle_roll_joint",
-    "waist_yaw_joint", "waist_roll_joint", "waist_pitch_joint",
-    "left_shoulder_pitch_joint", "left_shoulder_roll_joint", "left_shoulder_yaw_joint",
-    "left_elbow_joint", "left_wrist_roll_joint", "left_wrist_pitch_joint", "left_wrist_yaw_joint",
-    "right_shoulder_pitch_joint", "right_shoulder_roll_joint", "right_shoulder_yaw_joint",
-    "right_elbow_joint", "right_wrist_roll_joint", "right_wrist_pitch_joint", "right_wrist_yaw_joint",
+    "left_hip_pitch_joint",
+    "left_hip_roll_joint",
+    "left_hip_yaw_joint",
+    "left_knee_joint",
+    "left_ankle_pitch_joint",
+    "left_ankle_roll_joint",
+    "right_hip_pitch_joint",
+    "right_hip_roll_joint",
+    "right_hip_yaw_joint",
+    "right_knee_joint",
+    "right_ankle_pitch_joint",
+    "right_ankle_roll_joint",
+    "waist_yaw_joint",
+    "waist_roll_joint",
+    "waist_pitch_joint",
+    "left_shoulder_pitch_joint",
+    "left_shoulder_roll_joint",
+    "left_shoulder_yaw_joint",
+    "left_elbow_joint",
+    "left_wrist_roll_joint",
+    "left_wrist_pitch_joint",
+    "left_wrist_yaw_joint",
+    "right_shoulder_pitch_joint",
+    "right_shoulder_roll_joint",
+    "right_shoulder_yaw_joint",
+    "right_elbow_joint",
+    "right_wrist_roll_joint",
+    "right_wrist_pitch_joint",
+    "right_wrist_yaw_joint",
 ]
 
 # (joint, lower, upper, axis) from Menagerie g1_mjx.xml: default classes hip_pitch, knee,
@@ -95,8 +114,14 @@ def test_constants_joint_limits_match_model(model):
 
 def test_torque_limits(model):
     # Menagerie g1_mjx.xml actuatorfrcrange: knee 139, hip pitch 88, ankle 50, wrist pitch 5.
-    expected = {"left_knee": 139.0, "right_hip_pitch": 88.0, "left_ankle_pitch": 50.0,
-                "right_wrist_pitch": 5.0, "waist_yaw": 88.0, "left_elbow": 25.0}
+    expected = {
+        "left_knee": 139.0,
+        "right_hip_pitch": 88.0,
+        "left_ankle_pitch": 50.0,
+        "right_wrist_pitch": 5.0,
+        "waist_yaw": 88.0,
+        "left_elbow": 25.0,
+    }
     for act, limit in expected.items():
         a = model.actuator(act)
         assert model.actuator_forcelimited[a.id]

@@ -153,8 +153,12 @@ def test_episode_means_accumulate(squat):
 
 
 def test_episode_summary_units(squat):
-    finals = {"tracking_error": np.array([0.05, 0.15]), "joint_error": np.array([0.02, 0.04]),
-              "fell": np.array([False, True]), "clip_completed": np.array([True, False])}
+    finals = {
+        "tracking_error": np.array([0.05, 0.15]),
+        "joint_error": np.array([0.02, 0.04]),
+        "fell": np.array([False, True]),
+        "clip_completed": np.array([True, False]),
+    }
     assert set(finals) == set(squat.episode_metrics)
     out = episode_summary(finals)
     assert out["tracking_error_cm"] == pytest.approx(10.0) and out["joint_error_rad"] == pytest.approx(0.03)
@@ -202,7 +206,7 @@ def test_escape_never_pays(env_id):
         return lambda obs: a0
 
     def constant(value):
-        return lambda obs0: (lambda obs: np.full(29, value, np.float32))
+        return lambda obs0: lambda obs: np.full(29, value, np.float32)
 
     escapes = {sign: _returns(env, constant(sign), seeds) for sign in (1.0, -1.0)}
     nothing = _returns(env, freeze, seeds)
@@ -216,9 +220,16 @@ def test_escape_never_pays(env_id):
     env.close()
     ret = lambda rows: np.array([r[0] for r in rows])  # noqa: E731
     success = lambda rows: np.mean([r[1] for r in rows])  # noqa: E731
-    print(env_id, {f"escape {s:+.0f}": round(ret(v).mean(), 2) for s, v in escapes.items()},
-          "nothing", round(ret(nothing).mean(), 2), success(nothing),
-          "solution", round(ret(solution).mean(), 2), success(solution))
+    print(
+        env_id,
+        {f"escape {s:+.0f}": round(ret(v).mean(), 2) for s, v in escapes.items()},
+        "nothing",
+        round(ret(nothing).mean(), 2),
+        success(nothing),
+        "solution",
+        round(ret(solution).mean(), 2),
+        success(solution),
+    )
     for rows in escapes.values():
         assert ret(rows).mean() < ret(nothing).mean()
         assert not any(r[1] for r in rows)
@@ -254,8 +265,16 @@ def test_trained_policy_is_shipped_for_the_jump_only(learner):
 
 
 def test_format_row_reports_success_with_its_interval():
-    r = dict(episodes=4, mean_return=1.0, mean_length=2.0, success=np.array([True, False, False, False]),
-             mean_tracking_error_cm=3.0, mean_joint_error_rad=0.1, falls=1, completed_episodes=2)
+    r = dict(
+        episodes=4,
+        mean_return=1.0,
+        mean_length=2.0,
+        success=np.array([True, False, False, False]),
+        mean_tracking_error_cm=3.0,
+        mean_joint_error_rad=0.1,
+        falls=1,
+        completed_episodes=2,
+    )
     assert "25.0 % [4.6, 69.9]" in format_row("G1Jump-v0", "trained", r)
 
 

@@ -18,8 +18,8 @@ from bcg_envs.envs.g1 import constants as C
 from bcg_envs.envs.g1 import motions
 from bcg_envs.envs.g1.base import ReferenceMotion, max_deviation_from_default
 from bcg_envs.envs.g1.scripted import hold_pose_policy, reference_policy
-from bcg_envs.sim2sim import format_sim_to_sim, sim_to_sim
 from bcg_envs.envs.g1.tracking import G1Squat, G1Track
+from bcg_envs.sim2sim import format_sim_to_sim, sim_to_sim
 
 long = pytest.mark.long  # minutes of G1 compile: the long tier
 

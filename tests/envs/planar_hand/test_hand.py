@@ -73,7 +73,13 @@ class CReference:
         return np.concatenate([d.qpos, d.qvel]), tuple(signature), fmax
 
     def fingers(self, signature):
-        return {self.finger_of_geom[g] for pairs, _, _ in signature for pair in pairs for g in pair if g in self.finger_of_geom}
+        return {
+            self.finger_of_geom[g]
+            for pairs, _, _ in signature
+            for pair in pairs
+            for g in pair
+            if g in self.finger_of_geom
+        }
 
     def jacobians(self, qpos, qvel, action, eps=1e-6, converged=False):
         """Central differences of the step in x = (qpos, qvel) and in the action (with the
@@ -315,7 +321,9 @@ def test_bcg_bundles_only_when_pressing_and_is_exact_otherwise(env, ref):
     assert threshold == PlanarHand.default_force_threshold == 5.0
     rng = np.random.default_rng(11)
     groups = {"free": [], "touch": [], "press": []}
-    for qpos, qvel, a in _rollout_states(ref, rng, "both", episodes=4) + _rollout_states(ref, rng, "release", episodes=1):
+    for qpos, qvel, a in _rollout_states(ref, rng, "both", episodes=4) + _rollout_states(
+        ref, rng, "release", episodes=1
+    ):
         _, sig, force = ref.step(qpos, qvel, ref.ctrl(a))
         if force == 0.0:
             group = "free"

@@ -67,16 +67,32 @@ def test_policy_from_checkpoint_alone(point_mass, tmp_path):
     """``train``'s checkpoints store the network config; ``load_policy`` rebuilds the
     returned policy from the last one without the env or any training argument."""
     kw = dict(
-        num_envs=4, horizon=4, num_timesteps=3 * 16, actor_hidden=(16,), critic_hidden=(8,), activation="tanh",
-        layer_norm=False, normalize_observations=True, critic_iterations=2, critic_minibatches=2, num_evals=0,
-        progress_bar=False, checkpoint_every=2,
+        num_envs=4,
+        horizon=4,
+        num_timesteps=3 * 16,
+        actor_hidden=(16,),
+        critic_hidden=(8,),
+        activation="tanh",
+        layer_norm=False,
+        normalize_observations=True,
+        critic_iterations=2,
+        critic_minibatches=2,
+        num_evals=0,
+        progress_bar=False,
+        checkpoint_every=2,
     )
     make_policy, params, _ = shac.train(point_mass, checkpoint_dir=tmp_path, **kw)
     assert sorted(p.name for p in tmp_path.glob("shac_*.msgpack")) == ["shac_00000002.msgpack", "shac_00000003.msgpack"]
     meta = shac.checkpoint_metadata(tmp_path)
     assert meta["algo"] == "shac" and meta["config"]["network"] == {
-        "observation_size": 6, "action_size": 2, "actor_hidden": [16], "critic_hidden": [8], "activation": "tanh",
-        "layer_norm": False, "init_log_std": -1.0, "normalize_observations": True,
+        "observation_size": 6,
+        "action_size": 2,
+        "actor_hidden": [16],
+        "critic_hidden": [8],
+        "activation": "tanh",
+        "layer_norm": False,
+        "init_log_std": -1.0,
+        "normalize_observations": True,
         "actor_output_scale": 0.01,
     }
     loaded_make_policy, loaded, network = shac.load_policy(tmp_path)

@@ -21,8 +21,8 @@ import textwrap
 import time
 from types import SimpleNamespace
 
-import jax
 import flax.serialization
+import jax
 import numpy as np
 import pytest
 
@@ -145,8 +145,18 @@ def test_two_processes_match_one(point_mass, tmp_path):
     t0 = time.time()
     workers = [
         subprocess.Popen(
-            [sys.executable, "-c", _WORKER, str(pid), "2", str(port), str(tmp_path), env_file, "PointMass",
-             json.dumps(KW)],
+            [
+                sys.executable,
+                "-c",
+                _WORKER,
+                str(pid),
+                "2",
+                str(port),
+                str(tmp_path),
+                env_file,
+                "PointMass",
+                json.dumps(KW),
+            ],
             env=sub_env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

@@ -59,9 +59,19 @@ def test_rollout_loss_restarts_the_discount_at_an_episode_end(point_mass):
     state = state.replace(info=dict(state.info, step=jnp.full((n,), point_mass.episode_length - 2, jnp.int32)))
     normalizer = networks.normalizer_init(point_mass.observation_size)
     loss, (final, ep_return, ep_length, traj) = losses.rollout_loss(
-        actor, critic, normalizer, state, jnp.zeros(n), jnp.zeros(n, jnp.int32), jax.random.PRNGKey(3),
-        nets=nets, reset_batch=jax.vmap(point_mass.reset), step_batch=jax.vmap(point_mass.step),
-        horizon=3, gamma=gamma, reward_scaling=scale,
+        actor,
+        critic,
+        normalizer,
+        state,
+        jnp.zeros(n),
+        jnp.zeros(n, jnp.int32),
+        jax.random.PRNGKey(3),
+        nets=nets,
+        reset_batch=jax.vmap(point_mass.reset),
+        step_batch=jax.vmap(point_mass.step),
+        horizon=3,
+        gamma=gamma,
+        reward_scaling=scale,
     )
     r, v = np.asarray(traj["reward"]), np.asarray(traj["v_next"])
     np.testing.assert_array_equal(np.asarray(traj["ended"]), [[False] * n, [True] * n, [False] * n])

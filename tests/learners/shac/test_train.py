@@ -26,7 +26,6 @@ import pytest
 
 from bcg_envs.learners import runs, shac
 
-
 #: The BoxPush task settings of ``train_run`` (16 envs x 16 steps, [64, 64] nets, gamma
 #: 0.95, actor lr 2e-3), shared by the BoxPush tests (see module docstring). Exact
 #: gradients: a BCG training program takes minutes more to compile (its batched rule is
@@ -237,8 +236,15 @@ def test_train_and_evaluate_run(programs, tmp_path):
     # The CLI entry points: a run folder that evaluate_run reads back.
     out = tmp_path / "run"
     metrics = runs.train_run(
-        "BoxPush-v0", algo="shac", estimator="exact", steps=2 * ITER_STEPS, seed=0, out_dir=out,
-        **{k: v for k, v in BOXPUSH.items() if k != "estimator"}, num_evals=0, program_cache=programs,
+        "BoxPush-v0",
+        algo="shac",
+        estimator="exact",
+        steps=2 * ITER_STEPS,
+        seed=0,
+        out_dir=out,
+        **{k: v for k, v in BOXPUSH.items() if k != "estimator"},
+        num_evals=0,
+        program_cache=programs,
     )
     for name in ("config.json", "params.msgpack", "progress.csv", "metrics.json"):
         assert (out / name).exists(), name
