@@ -120,7 +120,7 @@ def test_branch_states_travel_only_with_a_branching_env(window_h2):
     """An env made without branch rollouts carries no branch states (its info keys match
     the MuJoCo backend's), and a branching stepper refuses its state."""
     env, task_info = window_h2
-    plain = bcg_envs.make_jax("BoxPush-v0", estimator="bcg")
+    plain = bcg_envs.make_jax("BoxPush-v0", estimator="bcg", bundle=BundleConfig(horizon=1))
     s = plain.state_from(jnp.asarray(QPOS), jnp.asarray(QVEL), None, task_info, jax.random.PRNGKey(0))
     assert "bundle_branches" not in s.info and "bundle_branch_valid" not in s.info
     with pytest.raises(ValueError, match="carries none"):

@@ -13,8 +13,9 @@ from bcg_envs.gradients.differentiable_step import bcg_chunk
 def env():
     """One env for the module, so that its step programs are traced and compiled once: a
     fresh env's batched bcg program lowers to differently numbered MLIR, which misses the
-    persistent compile cache."""
-    return bcg_envs.make_jax("BoxPush-v0", estimator="bcg")
+    persistent compile cache. One-step bundles (``horizon=1``): the module checks the
+    batched rule of a single step, not branch rollouts (tests/gradients/test_branch_rollouts.py)."""
+    return bcg_envs.make_jax("BoxPush-v0", estimator="bcg", bundle=bcg_envs.BundleConfig(horizon=1))
 
 
 @pytest.fixture(scope="module")
