@@ -554,7 +554,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Write a SHAC run's deterministic policy (observation normalizer included) as .npz "
         "(run it with bcg_envs.export.NumpyPolicy.load(path)(obs)) or as ONNX (input obs, output action; "
         'needs pip install "bcg-envs[onnx]"), or convert an exported .npz (a shipped policy of '
-        "bcg_envs/assets/policies, one from baselines.export_sb3) to ONNX. Give exactly one of --run "
+        "assets/policies, one from baselines.export_sb3) to ONNX. Give exactly one of --run "
         "and --policy.",
     )
     p.add_argument("--run", default=None, metavar="DIR", help="run folder written by bcg-envs train")

@@ -30,6 +30,7 @@ def test_wheel_installs_and_makes_every_env(tmp_path):
     source, wheels, site = tmp_path / "source", tmp_path / "wheels", tmp_path / "site"
     # a copy of what the build reads, so that the build leaves nothing in the repository
     shutil.copytree(repo / "bcg_envs", source / "bcg_envs", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(repo / "assets", source / "assets", ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(repo / name, source / name)
     pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
@@ -68,3 +69,17 @@ def test_wheel_installs_and_makes_every_env(tmp_path):
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert "made 6" in out.stdout
+
+
+def test_the_package_list_names_every_package():
+    """pyproject.toml lists the packages by hand (it maps the top-level assets/ into the
+    wheel as bcg_envs.assets): the list must name every package folder."""
+    from pathlib import Path
+
+    import tomllib
+    from setuptools import find_packages
+
+    repo = Path(__file__).resolve().parents[1]
+    listed = tomllib.loads((repo / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    found = set(find_packages(str(repo), include=["bcg_envs*"])) | {"bcg_envs.assets"}
+    assert set(listed) == found

@@ -10,9 +10,9 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-#: ``bcg_envs/assets``: ``box_push/``, ``planar_hand/``, ``g1/`` (MJCF), ``motions/`` (G1
+#: The repository's ``assets/`` (``bcg_envs/assets`` in a wheel): ``box_push/``, ``planar_hand/``, ``g1/`` (MJCF), ``motions/`` (G1
 #: clips) and ``policies/`` (trained policies).
-ASSETS: Path = Path(str(resources.files("bcg_envs").joinpath("assets")))
+ASSETS: Path = Path(str(resources.files("bcg_envs.assets")))
 
 #: The shipped trained policies (``bcg_envs.export`` format): ``<env id><suffix>.npz``.
 POLICY_DIR = ASSETS / "policies"

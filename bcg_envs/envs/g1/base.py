@@ -1,7 +1,7 @@
 """Shared pieces of the Unitree G1 tasks: the env base class, reference motions sampled at
 the control rate, and smooth JAX helpers for proprioception, key bodies and foot contact.
 
-``G1Env`` fixes what every G1 task shares: the model (``bcg_envs/assets/g1/g1.xml``, 29 position
+``G1Env`` fixes what every G1 task shares: the model (``assets/g1/g1.xml``, 29 position
 actuators, 8 foot spheres against the floor), the paper's BCG defaults (contact force
 threshold 400 N, stiff contact with a ``solref`` time constant of 0.008 s = 2 * timestep,
 bundle horizon H = 2) and the index tables used by the helpers below.

@@ -1,4 +1,4 @@
-"""Offline synthesis of the G1 reference clips shipped in ``bcg_envs/assets/motions``.
+"""Offline synthesis of the G1 reference clips shipped in ``assets/motions``.
 
 This is how the committed ``g1_jump.csv``, ``g1_squat.csv`` and ``g1_kick.csv`` were made;
 the environments never import it (they load the CSV files through
@@ -20,7 +20,7 @@ Root orientations are quaternions (w, x, y, z) throughout (:mod:`.quaternions`);
 scalar-last order of the files is applied by :func:`.motions.save_csv`.
 
 Run ``python -m bcg_envs.envs.g1.clip_synthesis [out_dir]`` to regenerate the CSV files
-(default: ``bcg_envs/assets/motions``).
+(default: ``assets/motions``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Constants of the Unitree G1 model in ``bcg_envs/assets/g1/g1.xml``.
+"""Constants of the Unitree G1 model in ``assets/g1/g1.xml``.
 
 Published numbers (joint names/order, ranges, masses) come from MuJoCo Menagerie,
 google-deepmind/mujoco_menagerie, ``unitree_g1/g1_mjx.xml`` (model

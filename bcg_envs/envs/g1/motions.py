@@ -1,4 +1,4 @@
-"""Reference motion clips of the Unitree G1 (``bcg_envs/assets/g1/g1.xml``), as loaded at runtime.
+"""Reference motion clips of the Unitree G1 (``assets/g1/g1.xml``), as loaded at runtime.
 
 A :class:`MotionClip` holds a root trajectory and the 29 joint angles per frame, with the root
 orientation as MuJoCo quaternions (w, x, y, z). It interpolates between frames (linear,
@@ -13,7 +13,7 @@ with the joints in :data:`constants.JOINT_NAMES` order. The scalar-last file ord
 converted to (w, x, y, z) in :func:`load_csv` and back in :func:`save_csv` (and
 :meth:`MotionClip.as_array`); nothing else sees it.
 
-The shipped clips (``bcg_envs/assets/motions/g1_<name>.csv``, ``name`` in
+The shipped clips (``assets/motions/g1_<name>.csv``, ``name`` in
 :data:`CLIP_NAMES`) were made offline by :mod:`bcg_envs.envs.g1.clip_synthesis`
 (``python -m bcg_envs.envs.g1.clip_synthesis [out_dir]`` regenerates them).
 """
@@ -39,7 +39,7 @@ Times = Union[float, np.ndarray]
 NUM_COLUMNS = 3 + 4 + C.NUM_JOINTS  # 36
 #: Frame rate (Hz) of the shipped clips and the default of the loaders.
 DEFAULT_FPS = 30.0
-#: Names of the shipped clips (``bcg_envs/assets/motions/g1_<name>.csv``).
+#: Names of the shipped clips (``assets/motions/g1_<name>.csv``).
 CLIP_NAMES: Tuple[str, ...] = ("jump", "squat", "kick")
 
 
@@ -285,5 +285,5 @@ def clip_path(name: str, motions_dir: PathLike = C.MOTIONS_DIR) -> Path:
 
 
 def load_clip(name: str, motions_dir: PathLike = C.MOTIONS_DIR, fps: float = DEFAULT_FPS) -> MotionClip:
-    """Load a shipped clip (bcg_envs/assets/motions/g1_<name>.csv)."""
+    """Load a shipped clip (assets/motions/g1_<name>.csv)."""
     return load_csv(clip_path(name, motions_dir), fps=fps, name=name)

@@ -432,7 +432,7 @@ class G1Track(G1Env):
 
 
 class G1Jump(G1Track):
-    """Track the shipped jump clip (``bcg_envs/assets/motions/g1_jump.csv``)."""
+    """Track the shipped jump clip (``assets/motions/g1_jump.csv``)."""
 
     clip_name = "jump"
 
@@ -441,7 +441,7 @@ class G1Jump(G1Track):
 
 
 class G1Squat(G1Track):
-    """Track the shipped squat clip (``bcg_envs/assets/motions/g1_squat.csv``)."""
+    """Track the shipped squat clip (``assets/motions/g1_squat.csv``)."""
 
     clip_name = "squat"
 
@@ -450,7 +450,7 @@ class G1Squat(G1Track):
 
 
 class G1Kick(G1Track):
-    """Track the shipped front-kick clip (``bcg_envs/assets/motions/g1_kick.csv``)."""
+    """Track the shipped front-kick clip (``assets/motions/g1_kick.csv``)."""
 
     clip_name = "kick"
 

@@ -13,7 +13,7 @@ A pure function of the observation, with no finger gaiting (the disc is grasped 
   toward the palm centre (``CENTRE_GAIN``), which keeps the disc from drifting out of reach.
 
 Joint targets come from the analytic inverse kinematics of the two-link fingers (lengths
-and base positions as in ``bcg_envs/assets/planar_hand/planar_hand.xml``). The default target
+and base positions as in ``assets/planar_hand/planar_hand.xml``). The default target
 range (+-60 degrees) is within the band; the +-150 degree setting
 (``config={"goal_yaw_range": np.deg2rad(150)}``) needs regrasping, which this controller
 does not do. Measure it with ``python -m bcg_envs.envs.planar_hand.scripted --episodes 100``.

@@ -1,5 +1,5 @@
 """Tests of the offline clip synthesis (bcg_envs/envs/g1/clip_synthesis.py) and of the
-properties it guarantees for the shipped clips (bcg_envs/assets/motions/*.csv)."""
+properties it guarantees for the shipped clips (assets/motions/*.csv)."""
 
 import mujoco
 import numpy as np

@@ -1,4 +1,4 @@
-"""Tests of runtime clip loading (bcg_envs/envs/g1/motions.py, bcg_envs/assets/motions/*.csv)."""
+"""Tests of runtime clip loading (bcg_envs/envs/g1/motions.py, assets/motions/*.csv)."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Tests of the G1 MJCF (bcg_envs/assets/g1/g1.xml) against Menagerie's published parameters.
+"""Tests of the G1 MJCF (assets/g1/g1.xml) against Menagerie's published parameters.
 
 Reference numbers below are written out by hand from MuJoCo Menagerie,
 google-deepmind/mujoco_menagerie, unitree_g1/g1_mjx.xml (model "g1_29dof_rev_1_0 mjx").
