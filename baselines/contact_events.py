@@ -41,13 +41,9 @@ RESULTS = Path(__file__).resolve().parent / "results" / "contact_events.csv"
 #: An event force above this (N) counts as contact.
 CONTACT_N = 0.05
 TASKS = ("BoxPush-v0", "PlanarHand-v0", "G1Squat-v0", "G1Jump-v0", "G1Kick-v0")
-FIELDS = (
-    "env",
-    "contact_model",
-    "kappa",
-    "policy",
-    "group",
-    "steps",
+#: The measured (numeric) columns of a row: force and rise quantiles (N), the threshold (N)
+#: and the fractions each trigger bundles.
+MEASURED = (
     "force_p50",
     "force_p90",
     "force_p99",
@@ -58,6 +54,7 @@ FIELDS = (
     "bundled_force",
     "bundled_onset",
 )
+FIELDS = ("env", "contact_model", "kappa", "policy", "group", "steps", *MEASURED)
 
 
 def policies(env_id: str, env) -> Dict[str, Callable[[int], Callable[[np.ndarray], np.ndarray]]]:

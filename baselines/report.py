@@ -589,18 +589,7 @@ def contact_events_table(model: str) -> str:
 
     with (RESULTS / "contact_events.csv").open(newline="") as f:
         rows = [r for r in csv.DictReader(f) if r["contact_model"] == model]
-    numeric = (
-        "force_p50",
-        "force_p90",
-        "force_p99",
-        "rise_p50",
-        "rise_p90",
-        "rise_p99",
-        "threshold",
-        "bundled_force",
-        "bundled_onset",
-    )
-    return contact_events.table([{**r, **{k: _num(r[k]) for k in numeric}} for r in rows])
+    return contact_events.table([{**r, **{k: _num(r[k]) for k in contact_events.MEASURED}} for r in rows])
 
 
 def friction_tables() -> str:

@@ -1,11 +1,11 @@
-"""``python -m bcg_envs.backend_benchmark``: latency of the MuJoCo C backend vs MJX and Gymnasium."""
+"""``python -m bcg_envs.backend_benchmark``: what the MuJoCo C backend spends on task inputs,
+finite-difference Jacobians and vector steps, beside MJX."""
 
 from __future__ import annotations
 
 import time
 from typing import Any, Callable, Dict
 
-import gymnasium
 import mujoco
 import numpy as np
 from mujoco import mjx
@@ -46,15 +46,15 @@ def _transition_fd(shared: TaskModel, d0: mujoco.MjData, ctrl: np.ndarray, eps: 
 def benchmark(
     env_name: str = "BoxPush-v0", steps: int = 200, num_envs: int = 16, mjx_grad: bool = False
 ) -> Dict[str, float]:
-    """Print (and return) the costs behind ``backend="mujoco"``, measured in one run.
+    """Print (and return) the costs behind ``backend="mujoco"``, measured in one run:
 
-    * Gym single-env ``step`` latency: ``backend="mujoco"`` vs Gymnasium's ``Pusher-v5``
-      (MuJoCo C, 5 substeps, NumPy task code) vs ``backend="mjx"``, as ratios.
     * Task-function inputs per step: ``mjx.put_data`` vs the packed leaves.
     * ``grad_step(estimator="exact")``: whole-step central differences through ``Rollout``
       vs ``mjd_transitionFD`` per substep composed (speed and agreement), at a contact state.
     * Vector ``step``: ``GymVectorEnv`` over MuJoCo C (``mujoco.rollout``) vs over MJX (vmap).
-    ``mjx_grad=True`` adds MJX's ``grad_step`` (compiling it takes minutes on CPU).
+    ``mjx_grad=True`` adds MJX's ``grad_step`` (compiling it takes minutes on CPU). The
+    single-env ``step`` latency of both backends against Gymnasium's ``Pusher-v5`` is
+    ``bcg-envs bench --tables backends`` (interleaved blocks, ratios).
     """
     out: Dict[str, float] = {}
     n = max(steps // 5, 1)
@@ -62,45 +62,6 @@ def benchmark(
     env.reset(seed=0)
     rng = np.random.default_rng(0)
     actions = rng.uniform(-1, 1, (64,) + env.action_space.shape).astype(np.float32)
-    k = [0]
-
-    def stepper(e):
-        def f():
-            k[0] = (k[0] + 1) % len(actions)
-            _, _, term, trunc, _ = e.step(actions[k[0]])
-            if term or trunc:
-                e.reset()
-
-        return f
-
-    out["mujoco_step_us"] = 1e6 * _timeit(stepper(env), n)
-    mjx_env = GymEnv(env_name)
-    mjx_env.reset(seed=0)
-    out["mjx_step_us"] = 1e6 * _timeit(stepper(mjx_env), n)
-    try:
-        pusher = gymnasium.make("Pusher-v5")
-        pusher.reset(seed=0)
-        pa = pusher.action_space.sample()
-
-        def pstep():
-            _, _, term, trunc, _ = pusher.step(pa)
-            if term or trunc:
-                pusher.reset()
-
-        out["pusher_v5_step_us"] = 1e6 * _timeit(pstep, n)
-        pusher.close()
-    except Exception as err:  # noqa: BLE001 - report why it could not be built
-        print(f"Pusher-v5 unavailable: {err!r}")
-    print(f"single-env step latency ({env_name}, best of 5 x {n} steps):")
-    print(f"  backend='mujoco' {out['mujoco_step_us']:8.1f} us")
-    if "pusher_v5_step_us" in out:
-        print(
-            f"  Pusher-v5        {out['pusher_v5_step_us']:8.1f} us   mujoco / Pusher-v5 = "
-            f"{out['mujoco_step_us'] / out['pusher_v5_step_us']:.2f}"
-        )
-    print(
-        f"  backend='mjx'    {out['mjx_step_us']:8.1f} us   mjx / mujoco = {out['mjx_step_us'] / out['mujoco_step_us']:.1f}"
-    )
 
     # Task-function inputs: put_data vs packed leaves (+ the one jit dispatch).
     core, program = env.simulation.core, env.simulation.task.program
@@ -154,6 +115,9 @@ def benchmark(
     out["mujoco_grad_step_ms"] = 1e3 * _timeit(grad, reps)
     print(f"grad_step(exact) backend='mujoco' {out['mujoco_grad_step_ms']:.2f} ms")
     if mjx_grad:
+        mjx_env = GymEnv(env_name)
+        mjx_env.reset(seed=0)
+        mjx_env.set_state(qpos, qvel)
         mjx_env.grad_step(a, estimator="exact")
         out["mjx_grad_step_ms"] = 1e3 * _timeit(lambda: mjx_env.grad_step(a, estimator="exact"), reps)
         print(f"grad_step(exact) backend='mjx'    {out['mjx_grad_step_ms']:.2f} ms")

@@ -1,35 +1,17 @@
-"""Brax's trainers take ``bcg_envs.make_jax`` envs with no extra call (fresh processes)."""
+"""Brax's trainers take ``bcg_envs.make_jax`` envs with no extra call (fresh processes, which
+inherit the suite's compile cache settings from tests/conftest.py)."""
 
-import os
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
+from tests.fresh_process import fresh_stdout
+
 _ROOT = Path(__file__).resolve().parents[1]
 
 
-def _run(code: str, timeout: float) -> str:
-    """Run ``code`` in a fresh interpreter (no shim state from other tests) and return stdout."""
-    env = dict(os.environ)
-    env.setdefault("JAX_COMPILATION_CACHE_DIR", str(_ROOT / ".jax_cache"))
-    env.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
-    proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        cwd=_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return proc.stdout
-
-
 def test_make_jax_restores_what_brax_calls():
-    out = _run(
+    out = fresh_stdout(
         """
         import sys
         import jax
@@ -45,7 +27,8 @@ def test_make_jax_restores_what_brax_calls():
         assert jax.device_put_replicated is before
         print("ok")
         """,
-        timeout=300,
+        _ROOT,
+        300,
     )
     assert out.strip().endswith("ok")
 
@@ -53,7 +36,7 @@ def test_make_jax_restores_what_brax_calls():
 @pytest.mark.long
 def test_brax_ppo_trains_on_make_jax_env_without_compat_call():
     """A tiny ``brax.training.agents.ppo.train`` run; the script never touches bcg_envs.compat."""
-    out = _run(
+    out = fresh_stdout(
         """
         import math
         from brax.training.agents.ppo import train as ppo
@@ -65,6 +48,7 @@ def test_brax_ppo_trains_on_make_jax_env_without_compat_call():
         assert math.isfinite(float(metrics["eval/episode_reward"])), metrics
         print("ok")
         """,
-        timeout=900,
+        _ROOT,
+        900,
     )
     assert out.strip().endswith("ok")

@@ -7,32 +7,13 @@ hang: they see exactly what a user's script sees.
 """
 
 import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
+from tests.fresh_process import fresh_stdout
+
 LINUX_AFFINITY = os.path.isdir("/proc/self/task") and len(os.sched_getaffinity(0)) >= 2
-
-
-def run_fresh(code: str, tmp_path, timeout: float, env=None) -> str:
-    """Run ``code`` in a new interpreter in ``tmp_path``; fail (not hang) past ``timeout`` s."""
-    full_env = {k: v for k, v in os.environ.items() if not k.startswith("BCG_ENVS_CPU")}
-    full_env.update(env or {})
-    try:
-        out = subprocess.run(
-            [sys.executable, "-c", textwrap.dedent(code)],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            cwd=tmp_path,
-            env=full_env,
-        )
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"the fresh process did not finish within {timeout} s (hang)")
-    assert out.returncode == 0, out.stderr[-3000:]
-    return out.stdout
 
 
 _THREADS_PROBE = """
@@ -54,17 +35,17 @@ _THREADS_PROBE = """
 
 @pytest.mark.skipif(not LINUX_AFFINITY, reason="needs Linux thread affinity and at least two CPUs")
 def test_import_gives_one_intra_op_thread_and_leaves_no_thread_pinned(tmp_path):
-    pinned, eigen = map(int, run_fresh(_THREADS_PROBE, tmp_path, 300).split()[-2:])
+    pinned, eigen = map(int, fresh_stdout(_THREADS_PROBE, tmp_path, 300).split()[-2:])
     assert pinned == 0, f"{pinned} threads left with a narrower CPU affinity"
     assert eigen == 1
     auto_pinned, auto_eigen = map(
-        int, run_fresh(_THREADS_PROBE, tmp_path, 300, env={"BCG_ENVS_CPU_THREADS": "auto"}).split()[-2:]
+        int, fresh_stdout(_THREADS_PROBE, tmp_path, 300, env={"BCG_ENVS_CPU_THREADS": "auto"}).split()[-2:]
     )
     assert auto_pinned == 0 and auto_eigen > 1  # the opt-out keeps XLA's own pool
 
 
 def test_import_after_a_jax_computation_warns_and_names_the_fix(tmp_path):
-    out = run_fresh(
+    out = fresh_stdout(
         """
         import warnings
         import jax.numpy as jnp
@@ -132,13 +113,13 @@ def run_user_loop(tmp_path, env_id: str, num_envs: int, loops: int, timeout: flo
     code = textwrap.dedent(_USER_LOOP).replace(
         "sys.argv[1], int(sys.argv[2]), int(sys.argv[3])", f"{env_id!r}, {num_envs}, {loops}"
     )
-    assert run_fresh(code, tmp_path, timeout).strip().endswith("finished")
+    assert fresh_stdout(code, tmp_path, timeout).strip().endswith("finished")
 
 
 def test_batched_steps_finish_in_a_users_process(tmp_path):
     """The cheap form of the loops below: 64 vmapped BoxPush steps (MJX's batched Cholesky
     solve, the kernel class that deadlocked) for 100 control steps, in a user's process."""
-    out = run_fresh(
+    out = fresh_stdout(
         """
         import numpy as np, gymnasium as gym, bcg_envs
         env = gym.make_vec("bcg_envs/BoxPush-v0", num_envs=64)

@@ -7,30 +7,11 @@ Each case runs in a fresh Python process with a timeout, so that a hang fails th
 instead of blocking the suite.
 """
 
-import os
-import subprocess
-import sys
-import textwrap
-
 import pytest
 
+from tests.fresh_process import run_fresh
+
 FIX = 'vector_kwargs={"context": "spawn"}'
-
-
-def run_fresh(code: str, tmp_path, timeout: float) -> subprocess.CompletedProcess:
-    """Run ``code`` in a new interpreter in ``tmp_path``; fail (not hang) past ``timeout`` s."""
-    try:
-        return subprocess.run(
-            [sys.executable, "-c", textwrap.dedent(code)],
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            cwd=tmp_path,
-            env=dict(os.environ),
-            check=False,
-        )
-    except subprocess.TimeoutExpired as err:
-        pytest.fail(f"the fresh process did not finish within {timeout} s (hang); stderr: {str(err.stderr)[-2000:]}")
 
 
 _ASYNC_DEFAULTS = """
