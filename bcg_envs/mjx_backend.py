@@ -14,11 +14,11 @@ from __future__ import annotations
 from typing import Any, Dict, Optional, Tuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from bcg_envs.cpu_runtime import wait_ready
-from bcg_envs.envs.base import BRANCH_INFO, OBS_BOUND, Jacobians, MjxEnv
+from bcg_envs.envs.autoreset import autoreset as autoreset_batch
+from bcg_envs.envs.base import BRANCH_INFO, OBS_BOUND, Jacobians, MjxEnv, State
 from bcg_envs.gradients.config import BundleConfig
 from bcg_envs.gradients.registry import Estimator, resolve
 
@@ -44,16 +44,10 @@ def clipped_observation(obs: Any) -> np.ndarray:
     return np.clip(np.asarray(obs, dtype=np.float32), -OBS_BOUND, OBS_BOUND)
 
 
-def autoreset(env: MjxEnv, new):
-    """Replace every ended (done or truncated) state in a batch by a fresh episode."""
-    ended = (new.done > 0) | new.info["truncated"]
-    keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(new.info["rng"])
-    fresh = jax.vmap(env.reset)(keys)
-
-    def pick(a, b):
-        return jnp.where(ended.reshape(ended.shape + (1,) * (a.ndim - 1)), a, b)
-
-    return jax.tree.map(pick, fresh, new)
+def autoreset(env: MjxEnv, new: State) -> State:
+    """``new`` (a batch of ``env``'s states) with every ended episode replaced by a fresh
+    one: ``bcg_envs.envs.autoreset.autoreset`` with ``env``'s batched reset."""
+    return autoreset_batch(new, jax.vmap(env.reset))
 
 
 def _jacobians_numpy(jac) -> Jacobians:

@@ -1,12 +1,13 @@
-"""Environments in forked worker processes: a clear error instead of a hang.
+"""Envs in forked worker processes: a clear error instead of a hang.
 
 Why. Both backends run JAX (MJX's physics, or the task's reward/observation functions that
 the MuJoCo C backend compiles). JAX's client, created on first use, runs XLA's thread
 pools; ``os.fork`` copies only the forking thread, so a child forked after the parent's
 client exists inherits a client whose threads are gone (and locks they may hold, e.g. the
-persistent compile cache's file lock), and its first compile waits forever. Gymnasium's
-``AsyncVectorEnv`` does exactly this with its defaults on Linux: it builds one env in the
-parent to read the spaces (which starts JAX), then forks the workers.
+persistent compile cache's file lock), and its first compile waits forever. Building an env
+and reading its spaces start no client (so Gymnasium's ``AsyncVectorEnv``, which builds one
+env in its parent and then forks, runs with its defaults); a parent that has computed with
+JAX before forking is the case left.
 
 What. ``install()`` (called by ``import bcg_envs``) registers ``os.fork`` hooks that note,
 in each child, whether JAX had started in its parent. Making an env (``gym.make``,

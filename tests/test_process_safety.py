@@ -1,7 +1,10 @@
-"""bcg_envs/process_safety.py: envs in worker processes. Gymnasium's AsyncVectorEnv with its
-defaults (``fork`` on Linux, after building one env in the parent, which starts JAX) fails
-at once with ``ForkedAfterJaxError`` naming what to pass; ``spawn``/``forkserver`` workers,
-SB3's ``SubprocVecEnv`` and children forked before JAX started run.
+"""bcg_envs/process_safety.py and fork-safe env construction: envs in worker processes.
+
+Gymnasium's AsyncVectorEnv with its defaults (``fork`` on Linux, after building one env in
+the parent to read its spaces) runs: building an env and reading its spaces start no JAX
+runtime in the parent. A parent that has started JAX itself gets children that fail at once
+with ``ForkedAfterJaxError`` naming what to pass; ``spawn``/``forkserver`` workers and
+SB3's ``SubprocVecEnv`` run.
 
 Each case runs in a fresh Python process with a timeout, so that a hang fails the test
 instead of blocking the suite.
@@ -15,28 +18,29 @@ FIX = 'vector_kwargs={"context": "spawn"}'
 
 
 _ASYNC_DEFAULTS = """
-    import time, gymnasium as gym, bcg_envs
-    start = time.monotonic()
-    try:
+    import numpy as np, gymnasium as gym, bcg_envs
+    from bcg_envs.cpu_runtime import jax_backends_created
+    if __name__ == "__main__":
         env = gym.make_vec({env_id!r}, num_envs=2, vectorization_mode="async", backend={backend!r})
-    except Exception as err:  # the workers died; their ForkedAfterJaxError is on stderr
-        print("parent raised", type(err).__name__, round(time.monotonic() - start, 1))
-    else:
-        env.reset(seed=0)
+        print("parent started jax:", jax_backends_created(), flush=True)
+        obs, _ = env.reset(seed=0)
+        for _ in range(3):
+            obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
         env.close()
-        print("ran")
+        print("finished", obs.shape, bool(np.isfinite(obs).all()))
 """
 
 
-def check_async_defaults_fail_fast(tmp_path, env_id: str, backend: str, timeout: float) -> None:
+def check_async_defaults_run(tmp_path, env_id: str, backend: str, timeout: float) -> None:
     out = run_fresh(_ASYNC_DEFAULTS.format(env_id=env_id, backend=backend), tmp_path, timeout)
-    assert "parent raised" in out.stdout, (out.stdout, out.stderr[-3000:])
-    assert "ForkedAfterJaxError" in out.stderr and FIX in out.stderr, out.stderr[-3000:]
+    assert out.returncode == 0, (out.stdout, out.stderr[-3000:])
+    assert "parent started jax: False" in out.stdout, out.stdout
+    assert out.stdout.split()[-1] == "True" and "(2, " in out.stdout, out.stdout
 
 
-def test_async_vector_env_defaults_fail_fast_naming_what_to_pass(tmp_path):
-    """The default tier's check: BoxPush on MuJoCo C, Gymnasium's defaults, no hang."""
-    check_async_defaults_fail_fast(tmp_path, "bcg_envs/BoxPush-v0", "mujoco", timeout=120)
+def test_async_vector_env_runs_with_gymnasium_defaults(tmp_path):
+    """The default tier's check: BoxPush on MuJoCo C, Gymnasium's defaults (fork), no hang."""
+    check_async_defaults_run(tmp_path, "bcg_envs/BoxPush-v0", "mujoco", timeout=180)
 
 
 def _all_ids():
@@ -45,11 +49,39 @@ def _all_ids():
     return bcg_envs.list_envs()
 
 
+def _async_cases():
+    """Every id on MuJoCo C; under MJX (each worker compiles the whole env, ~2.5 min for a G1
+    id on 2 cores) BoxPush and one G1 id, whose construction the other G1 ids share."""
+    ids = _all_ids()
+    return [(i, "mujoco") for i in ids] + [(i, "mjx") for i in ids if i.endswith(("BoxPush-v0", "G1Jump-v0"))]
+
+
 @pytest.mark.integration
-@pytest.mark.parametrize("backend", ["mujoco", "mjx"])
-@pytest.mark.parametrize("env_id", _all_ids())
-def test_async_vector_env_defaults_fail_fast_on_every_id(tmp_path, env_id, backend):
-    check_async_defaults_fail_fast(tmp_path, env_id, backend, timeout=600)
+@pytest.mark.parametrize("env_id, backend", _async_cases())
+def test_async_vector_env_runs_with_gymnasium_defaults_on_every_id(tmp_path, env_id, backend):
+    check_async_defaults_run(tmp_path, env_id, backend, timeout=900)
+
+
+@pytest.mark.integration
+def test_async_vector_env_defaults_fail_fast_after_the_parent_started_jax(tmp_path):
+    """A parent that computed with JAX before forking its workers: they refuse at once and
+    name what to pass, instead of hanging in their first compile."""
+    out = run_fresh(
+        """
+        import time, jax.numpy as jnp, gymnasium as gym, bcg_envs
+        jnp.ones(3).block_until_ready()  # the parent starts JAX
+        start = time.monotonic()
+        try:
+            env = gym.make_vec("bcg_envs/BoxPush-v0", num_envs=2, vectorization_mode="async", backend="mujoco")
+            env.reset(seed=0)
+        except Exception as err:  # the workers died; their ForkedAfterJaxError is on stderr
+            print("parent raised", type(err).__name__, round(time.monotonic() - start, 1))
+        """,
+        tmp_path,
+        180,
+    )
+    assert "parent raised" in out.stdout, (out.stdout, out.stderr[-3000:])
+    assert "ForkedAfterJaxError" in out.stderr and FIX in out.stderr, out.stderr[-3000:]
 
 
 @pytest.mark.integration
@@ -138,3 +170,28 @@ def test_sb3_subproc_vec_env_runs(tmp_path):
     )
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.split()[-1] == "True", out.stdout
+
+
+@pytest.mark.parametrize("ids", ["BoxPush-v0 PlanarHand-v0", pytest.param("all", marks=pytest.mark.integration)])
+def test_building_envs_and_reading_spaces_starts_no_jax_runtime(tmp_path, ids):
+    """What Gymnasium's AsyncVectorEnv does in its parent (build an env, read its spaces,
+    close it) leaves JAX's runtime unstarted, so forking afterwards is safe; the spaces
+    match what a reset returns (checked in tests/test_smoke.py)."""
+    if ids == "all":
+        ids = " ".join(_all_ids())
+    out = run_fresh(
+        f"""
+        import gymnasium as gym, bcg_envs
+        from bcg_envs.cpu_runtime import jax_backends_created
+        for env_id in {ids.split()!r}:
+            for backend in ("mjx", "mujoco"):
+                env = gym.make("bcg_envs/" + env_id.split("/")[-1], backend=backend)
+                print(env_id, backend, env.observation_space.shape, env.action_space.shape, env.metadata["render_fps"])
+                env.close()
+        print("started:", jax_backends_created())
+        """,
+        tmp_path,
+        600,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.splitlines()[-1] == "started: False", out.stdout

@@ -25,14 +25,13 @@ from mujoco import mjx
 from bcg_envs.gradients.config import BundleConfig
 from bcg_envs.gradients.differentiable_step import Branches, DifferentiableStep
 from bcg_envs.gradients.registry import Estimator, resolve
-from bcg_envs.physics import model_fields
+from bcg_envs.physics import divergence, mjx_private, model_fields
 from bcg_envs.physics.model_fields import RandomizationFn
 from bcg_envs.physics.moreau_contact import MoreauContact
 from bcg_envs.physics.penalty_contact import PenaltyContact
 from bcg_envs.physics.simulator import (
     CONTACT_MODELS,
     KAPPA_MODELS,
-    MAX_QVEL,
     ContactStiffness,
     Physics,
     load_model,
@@ -334,7 +333,19 @@ class MjxEnv(abc.ABC):
 
     @functools.cached_property
     def observation_size(self) -> int:
-        state = jax.eval_shape(self.reset, jax.random.PRNGKey(0))
+        """Length of the observation vector, read from ``reset``'s shapes without starting
+        JAX's runtime (``mjx_private.abstract_model``): building an env and reading its spaces stays
+        fork-safe."""
+
+        def reset_on(model: mjx.Model, key: jax.Array) -> State:
+            env = copy.copy(self)
+            env.physics = self.physics.with_model(model)
+            env._steppers = {}  # built on the abstract model, kept from this env's cache
+            return env.reset(key)
+
+        model = mjx_private.abstract_model(self.mj_model)
+        with mjx_private.without_device():
+            state = jax.eval_shape(reset_on, model, jax.ShapeDtypeStruct((2,), jnp.uint32))
         return int(state.obs.shape[-1])
 
     @property
@@ -465,11 +476,7 @@ class MjxEnv(abc.ABC):
         result = advance(
             state.data, self.physics_action(action, state.info), key, state.info["bundle_window"], branches
         )
-        diverged = ~(
-            jnp.all(jnp.isfinite(result.data.qpos))
-            & jnp.all(jnp.isfinite(result.data.qvel))
-            & jnp.all(jnp.abs(result.data.qvel) < MAX_QVEL)
-        )
+        diverged = divergence.diverged(result.data.qpos, result.data.qvel, result.data.act, xp=jnp)
         data = jax.tree.map(lambda new, old: jnp.where(diverged, old, new), result.data, state.data)
         info = dict(state.info)
         info.update(

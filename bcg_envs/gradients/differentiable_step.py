@@ -29,7 +29,7 @@ window the env state's value is the nominal one (``forward="nominal"``) or the b
 mean (``forward="mean"``), and its derivative is the mean over valid branches of the
 branches' derivatives: a rollout gradient through the window is the mean of the B
 branch products ``A_H^b ... A_1^b``, not a product of per-step means. A branch that
-becomes non-finite or exceeds ``MAX_QVEL`` is dropped for the rest of the window.
+diverges (``bcg_envs.physics.divergence``) is dropped for the rest of the window.
 """
 
 from __future__ import annotations
@@ -53,8 +53,8 @@ from bcg_envs.gradients.perturbations import (
 )
 from bcg_envs.gradients.registry import Estimator, resolve
 from bcg_envs.gradients.trigger import bundle_decision
-from bcg_envs.physics import tangent
-from bcg_envs.physics.simulator import MAX_QVEL, ContactReport, Physics, control_step_with_contacts, refresh
+from bcg_envs.physics import divergence, tangent
+from bcg_envs.physics.simulator import ContactReport, Physics, control_step_with_contacts, refresh
 
 
 class Branches(NamedTuple):
@@ -459,7 +459,7 @@ class DifferentiableStep:
         z0, valid0, u0, _ = self._branch_inputs(start, data0, action, key, contact, branches)
         z1 = jax.vmap(lambda z, u: self._advance_branch(data0, z, u))(z0, u0)
         nq, nv = int(self.physics.mj_model.nq), self.nv
-        ok = valid0 & jnp.all(jnp.isfinite(z1), axis=1) & jnp.all(jnp.abs(z1[:, nq : nq + nv]) < MAX_QVEL, axis=1)
+        ok = valid0 & ~divergence.diverged(z1[:, :nq], z1[:, nq : nq + nv], z1[:, nq + nv :], xp=jnp)
         return Branches(jnp.where(ok[:, None], z1, 0.0), ok)
 
     def _no_branches(self, start, data0, action, key, contact, branches) -> Branches:

@@ -5,18 +5,20 @@ arrive checked by the Gymnasium classes)."""
 from __future__ import annotations
 
 import copy
+import functools
 from typing import Any, Dict, Optional
 
 import jax
 import mujoco
 import numpy as np
 
-from bcg_envs.envs.base import MAX_QVEL, Jacobians, MjxEnv
+from bcg_envs.envs.base import Jacobians, MjxEnv
 from bcg_envs.gradients.config import BundleConfig
 from bcg_envs.gradients.registry import Estimator
 from bcg_envs.mujoco_backend.jacobians import Stepper
 from bcg_envs.mujoco_backend.simulation import FULL_STATE, ContactLog, EnvCore, TaskModel
 from bcg_envs.mujoco_backend.task_spec import TaskSpec
+from bcg_envs.physics import divergence
 
 
 def task_spec(env_name: str, env_kwargs: Dict[str, Any], jax_env: Optional[MjxEnv] = None) -> TaskSpec:
@@ -41,13 +43,29 @@ class MujocoSimulation:
     task's pure functions (``TaskSpec``)."""
 
     def __init__(self, env_name: str, env_kwargs: Dict[str, Any], jax_env: Optional[MjxEnv] = None) -> None:
-        self.task = TaskModel(task_spec(env_name, env_kwargs, jax_env))
+        self.spec = task_spec(env_name, env_kwargs, jax_env)
         #: The task (a JAX env) the functions belong to: the Gymnasium env's ``jax_env``.
-        self.jax_env: MjxEnv = self.task.spec.task
-        self.core = EnvCore(env_task(self.task))
-        self.stepper = Stepper(self.core.s)
-        self.default_estimator = self.stepper.default_estimator
+        self.jax_env: MjxEnv = self.spec.task
         self._started = False
+
+    # The compiled task program and the stepper are built at first use: compiling starts
+    # JAX's runtime, which a process must not have started before it forks workers
+    # (Gymnasium's AsyncVectorEnv builds one env in its parent to read the spaces).
+    @functools.cached_property
+    def task(self) -> TaskModel:
+        return TaskModel(self.spec)
+
+    @functools.cached_property
+    def core(self) -> EnvCore:
+        return EnvCore(env_task(self.task))
+
+    @functools.cached_property
+    def stepper(self) -> Stepper:
+        return Stepper(self.core.s)
+
+    @property
+    def default_estimator(self) -> Estimator:
+        return self.stepper.default_estimator
 
     @property
     def model(self) -> mujoco.MjModel:
@@ -97,7 +115,8 @@ class MujocoSimulation:
         return self.core.info if self._started else None
 
     def close(self) -> None:
-        self.task.close()
+        if "task" in self.__dict__:
+            self.task.close()
 
 
 class MujocoBatchSimulation:
@@ -170,9 +189,7 @@ class MujocoBatchSimulation:
         # A rollout stops advancing time where MuJoCo reset a diverging state.
         h = m.opt.timestep
         end_ok = np.abs(rolled[:, -1, 0] - (starts[:, 0] + s.n_substeps * h)) < 0.5 * h
-        q, v, _ = s.state_parts(rolled[:, -1])
-        vmax = np.abs(v).max(axis=1) if s.nv else np.zeros(n)
-        diverged = ~end_ok | ~np.isfinite(q.sum(axis=1)) | ~(vmax < MAX_QVEL)
+        diverged = ~end_ok | divergence.diverged(*s.state_parts(rolled[:, -1]))
         mean = cfg.forward == "mean" and est.samples
         p = s.program
         fv = np.empty((n, p.nf), np.float32)

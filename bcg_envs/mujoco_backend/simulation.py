@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import math
 import os
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
@@ -15,13 +14,14 @@ import mujoco
 import numpy as np
 from mujoco import rollout as mj_rollout
 
-from bcg_envs.envs.base import MAX_QVEL, STEP_INFO
+from bcg_envs.envs.base import STEP_INFO
 from bcg_envs.gradients.config import BundleConfig
 from bcg_envs.gradients.registry import Estimator
 from bcg_envs.gradients.trigger import bundle_decision
 from bcg_envs.mujoco_backend.task_program import TaskProgram
 from bcg_envs.mujoco_backend.task_spec import TaskSpec
 from bcg_envs.physics import model_fields
+from bcg_envs.physics.divergence import diverged_lists
 
 #: Step of the central differences of the control step (tangent coordinates, action).
 FD_EPS = 1e-6
@@ -505,10 +505,8 @@ class EnvCore:
         # warning counters catch what the state check alone would miss.
         if self._bad_warnings.tolist() != self._warn or not rolled_time_ok:
             return True
-        # Finite qpos and |qvel| < MAX_QVEL (False for NaN) in every entry, as MJX's check.
-        if not all(-MAX_QVEL < v < MAX_QVEL for v in self._qvel.tolist()):
-            return True
-        return not all(map(math.isfinite, self._qpos.tolist()))
+        # The state check of both backends (bcg_envs.physics.divergence), on lists: fast.
+        return diverged_lists(self._qpos.tolist(), self._qvel.tolist(), self.d.act.tolist() if self.s.na else ())
 
     def finish(self, diverged: bool, log: ContactLog, trigger: bool, window: int, clipped) -> Dict[int, np.ndarray]:
         """Revert or refresh after the physics; update info; returns the prev leaves."""

@@ -82,9 +82,7 @@ class TaskSpec:
             physics_action=None if kind.physics_action is MjxEnv.physics_action else env.physics_action,
             updates_info=kind.update_info is not MjxEnv.update_info,
             task=env,
-            draw_model=None
-            if env.randomization_fn is None
-            else functools.partial(model_fields.draw_fields, env.randomization_fn, env.physics.model),
+            draw_model=None if env.randomization_fn is None else functools.partial(draw_episode_fields, env),
         )
 
     @classmethod
@@ -112,6 +110,12 @@ class TaskSpec:
         spec = {k: jax.ShapeDtypeStruct((), np.dtype(dtype)) for k, (dtype, _) in STEP_INFO.items()}
         spec.update({k: jax.ShapeDtypeStruct(v.shape, v.dtype) for k, v in task_info.items()})
         return dict(sorted(spec.items()))
+
+
+def draw_episode_fields(env: MjxEnv, key: jax.Array) -> Dict[str, jax.Array]:
+    """The model fields of one episode of ``env`` (``randomize="episode"``), drawn from its
+    MJX model at call time (reading ``env.physics.model`` starts JAX's runtime)."""
+    return model_fields.draw_fields(env.randomization_fn, env.physics.model, key)
 
 
 def check_contact_model(contact_model: str) -> None:

@@ -13,14 +13,18 @@ pins it); ``check_version`` says when the installed release differs. Public MJX
 
 from __future__ import annotations
 
-from typing import Any, Tuple, Union
+import contextlib
+import threading
+from typing import Any, Iterator, Tuple, Union
 
 import jax
 import mujoco
 import numpy as np
 from mujoco import mjx
 from mujoco.mjx._src import collision_driver, constraint, forward, solver, types
+from mujoco.mjx._src import io as mjx_io
 from mujoco.mjx._src import math as mjx_math
+from mujoco.mjx._src import support as mjx_support
 
 #: The MuJoCo/MJX release the wrappers below were written for.
 MJX_VERSION = "3.17.0"
@@ -33,6 +37,7 @@ WRAPPED = (
     "mujoco.mjx._src.collision_driver.make_condim",
     "mujoco.mjx._src.constraint.make_efc_type / make_efc_address / counts",
     "mjx.Data._impl.contact / efc_force / efc_J",
+    "mujoco.mjx._src.io / support: module name jax (device_put, default_backend), io._resolve_impl_and_device",
 )
 
 
@@ -118,3 +123,63 @@ def efc_counts(efc_type: np.ndarray) -> Tuple[int, int, int, int]:
     """(equality, friction loss, limit, contact) row counts of ``efc_type``."""
     ne, nf, nl, nc = constraint.counts(efc_type)
     return int(ne), int(nf), int(nl), int(nc)
+
+
+# --------------------------------------------------------------------------------------
+# MJX without JAX's runtime
+# --------------------------------------------------------------------------------------
+class _JaxWithoutDevice:
+    """The ``jax`` module as MJX's ``io`` and ``support`` see it inside ``without_device``:
+    the same, but ``device_put`` makes arrays without placing them (under ``jax.eval_shape``
+    they stay abstract) and the default backend is named ``"cpu"`` without starting one (MJX asks only to choose
+    a dense or sparse mass matrix, which no observation or action shape depends on)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(jax, name)
+
+    @staticmethod
+    def device_put(x: Any, device: Any = None, **kwargs: Any) -> Any:
+        return jax.tree.map(jax.numpy.asarray, x)
+
+    @staticmethod
+    def default_backend() -> str:
+        return "cpu"
+
+
+_without_device_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def without_device() -> Iterator[None]:
+    """Inside, ``mjx.put_model`` and ``mjx.make_data`` choose no device: under
+    ``jax.eval_shape`` they trace to abstract arrays.
+
+    Why: choosing a device starts JAX's runtime and its thread pools, after which a forked
+    process hangs in JAX. Reading an env's shapes (``jax.eval_shape`` of ``reset``) needs
+    neither a device nor the runtime, so Gymnasium's ``AsyncVectorEnv`` can build an env in
+    its parent to read the spaces and still fork its workers. MJX has no public switch for
+    this; the context swaps three module names of ``mujoco.mjx._src`` for its duration (one
+    thread at a time). See ``abstract_model``."""
+    with _without_device_lock:
+        saved = mjx_io.jax, mjx_support.jax, mjx_io._resolve_impl_and_device
+        mjx_io.jax = mjx_support.jax = _JaxWithoutDevice()
+        mjx_io._resolve_impl_and_device = lambda impl=None, device=None: (types.Impl.JAX, None)
+        try:
+            yield
+        finally:
+            mjx_io.jax, mjx_support.jax, mjx_io._resolve_impl_and_device = saved
+
+
+def contact_layout(model: mujoco.MjModel) -> Tuple[np.ndarray, np.ndarray]:
+    """(first constraint row, condim) of every MJX contact slot of ``model`` (what
+    ``mjx.make_data`` puts in ``Data._impl.contact``), from NumPy alone."""
+    dims = contact_condims(model)
+    return efc_addresses(model, dims, efc_types(model, dims)), dims
+
+
+def abstract_model(model: mujoco.MjModel) -> mjx.Model:
+    """``mjx.put_model(model)`` with every device array a ``jax.ShapeDtypeStruct`` (the
+    static NumPy fields as they are): an argument for ``jax.eval_shape`` that reads an env's
+    shapes without a device (run the evaluation inside ``without_device``)."""
+    with without_device():
+        return jax.eval_shape(lambda: mjx.put_model(model))

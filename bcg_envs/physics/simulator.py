@@ -32,9 +32,6 @@ CONTACT_MODELS = ("mujoco", "penalty", "moreau")
 #: (sharpness ``kappa``; MJX backend only).
 KAPPA_MODELS = ("penalty", "moreau")
 
-#: A state whose joint speed exceeds this (rad/s or m/s) counts as diverged.
-MAX_QVEL = 1e3
-
 
 def _positive(value, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:
@@ -126,11 +123,9 @@ class Physics:
         if self.penalty is not None and self.moreau is not None:
             raise ValueError("Physics takes one contact model: penalty or moreau, not both")
         implicit_step.check_model(self.mj_model)
-        object.__setattr__(self, "model", mjx.put_model(self.mj_model))
-        probe = mjx.make_data(self.model)
-        contact = mjx_private.contact(probe)
-        object.__setattr__(self, "_efc_address", np.asarray(contact.efc_address))
-        object.__setattr__(self, "_contact_dim", np.asarray(contact.dim))
+        efc_address, contact_dim = mjx_private.contact_layout(self.mj_model)
+        object.__setattr__(self, "_efc_address", efc_address)
+        object.__setattr__(self, "_contact_dim", contact_dim)
         #: The physics as constructed (``with_contact_stiffness`` starts from it).
         object.__setattr__(self, "original", self)
         #: The contact stiffness when it is traced (custom derivative rules must receive
@@ -140,6 +135,27 @@ class Physics:
         object.__setattr__(self, "model_fields", None)
         #: This physics before any model fields were substituted.
         object.__setattr__(self, "fieldless", self)
+
+    def __getattr__(self, name: str) -> mjx.Model:
+        """The MJX model (``model``), put on the device at first use: ``mjx.put_model``
+        starts JAX's runtime, which a process must not have started before it forks workers
+        (Gymnasium's ``AsyncVectorEnv`` builds one env in its parent to read the spaces,
+        then forks); building an env and reading its shapes (``with_model``) do not start it."""
+        if name != "model":
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        with jax.ensure_compile_time_eval():  # concrete arrays even when first used under jit
+            model = mjx.put_model(self.mj_model)
+        object.__setattr__(self, "model", model)
+        return model
+
+    def with_model(self, model: mjx.Model) -> "Physics":
+        """This physics stepping ``model`` (e.g. ``mjx_private.abstract_model``'s, to read
+        shapes with ``jax.eval_shape``) instead of its own MJX model."""
+        new = copy.copy(self)
+        object.__setattr__(new, "model", model)
+        object.__setattr__(new, "original", new)
+        object.__setattr__(new, "fieldless", new)
+        return new
 
     def with_contact_stiffness(self, value: float | jax.Array) -> "Physics":
         """A copy with another contact stiffness: the penalty or Moreau model's ``kappa`` (1/m), or

@@ -174,3 +174,34 @@ def test_newton_direction_vanishes_at_the_optimum(resting):
     assert gap > 1.0  # the contacts hold the box against gravity
     assert np.linalg.norm(at_optimum) < 1e-6 * gap
     assert np.linalg.norm(stepped - d.qacc) < 1e-6 * gap
+
+
+def test_contact_layout_is_make_datas(resting):
+    """``contact_layout`` (NumPy alone) gives the rows and condims ``mjx.make_data`` lays out."""
+    m, _ = resting
+    models = [m, bcg_envs.make_jax("BoxPush-v0").mj_model, bcg_envs.make_jax("PlanarHand-v0").mj_model]
+    for model in models:
+        contact = mjx_private.contact(mjx.make_data(mjx.put_model(model)))
+        address, dims = mjx_private.contact_layout(model)
+        np.testing.assert_array_equal(address, np.asarray(contact.efc_address))
+        np.testing.assert_array_equal(dims, np.asarray(contact.dim))
+
+
+def test_abstract_model_has_put_models_shapes_and_restores_mjx(resting):
+    """``abstract_model`` is ``put_model``'s pytree with ShapeDtypeStruct leaves (same
+    shapes and dtypes, same static fields); ``without_device`` puts MJX back as it was."""
+    m, _ = resting
+    from mujoco.mjx._src import io as mjx_io
+
+    before = mjx_io.jax, mjx_io._resolve_impl_and_device
+    abstract = mjx_private.abstract_model(m)
+    assert (mjx_io.jax, mjx_io._resolve_impl_and_device) == before
+    real = mjx.put_model(m)
+    abstract_leaves, abstract_def = jax.tree.flatten(abstract)
+    real_leaves, real_def = jax.tree.flatten(real)
+    assert abstract_def == real_def
+    assert all(isinstance(a, jax.ShapeDtypeStruct) for a in abstract_leaves)
+    assert [(a.shape, a.dtype) for a in abstract_leaves] == [(r.shape, r.dtype) for r in real_leaves]
+    with mjx_private.without_device():
+        data = jax.eval_shape(lambda model: mjx.forward(model, mjx.make_data(model)), abstract)
+    assert data.qpos.shape == (m.nq,)

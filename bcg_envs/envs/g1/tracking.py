@@ -208,8 +208,13 @@ class G1Track(G1Env):
                 scale = np.maximum(scale, cfg["action_scale_from_reference"] * deviation)
         self.action_scale = scale.astype(np.float32)
         self.action_center = np.asarray(C.DEFAULT_POSE, np.float32)
-        self._ref = self.reference.as_jax()
         super().__init__(config=cfg, **kwargs)
+
+    @property
+    def _ref(self) -> Dict[str, jax.Array]:
+        """The reference motion's arrays as JAX constants, made where they are used (inside
+        the traced task functions) so that building the env does not start JAX's runtime."""
+        return self.reference.as_jax()
 
     @staticmethod
     def default_config() -> Dict[str, Any]:

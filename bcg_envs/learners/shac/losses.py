@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
+from bcg_envs.envs.autoreset import autoreset, episode_ended
 from bcg_envs.learners import networks
 from bcg_envs.learners.shac.networks import ShacNetworks
 
@@ -28,22 +29,6 @@ def select_tree(pred: jax.Array, new: Any, old: Any) -> Any:
     """Leafwise ``where(pred, new, old)`` of two pytrees of one structure (a scalar ``pred``
     keeps or rejects a whole update without a branch)."""
     return jax.tree.map(lambda a, b: jnp.where(pred, a, b), new, old)
-
-
-def _batch_where(mask: jax.Array, a: jax.Array, b: jax.Array) -> jax.Array:
-    return jnp.where(mask.reshape(mask.shape + (1,) * (a.ndim - mask.ndim)), a, b)
-
-
-def _autoreset(ended: jax.Array, state: Any, reset_batch: Callable) -> Any:
-    """Replace ended envs by fresh episodes (keys from their own rng), cutting the
-    gradient: ``where`` sends a zero cotangent to the ended branch."""
-
-    def reset(s):
-        keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(s.info["rng"])
-        fresh = reset_batch(jax.lax.stop_gradient(keys))
-        return jax.tree.map(lambda a, b: _batch_where(ended, a, b), fresh, s)
-
-    return jax.lax.cond(jnp.any(ended), reset, lambda s: s, state)
 
 
 def rollout_loss(
@@ -88,7 +73,7 @@ def rollout_loss(
         nxt = step_batch(state, action)
         reward = nxt.reward * reward_scaling
         done = nxt.done > 0
-        ended = done | nxt.info["truncated"]
+        ended = episode_ended(nxt)
         v_next = nets.critic.apply(target_critic, nets.normalize(normalizer, nxt.obs))
         v_next = jnp.where(done, 0.0, v_next)
         bootstrap = ended | (t == h - 1)
@@ -108,7 +93,7 @@ def rollout_loss(
             "bundled": nxt.info.get("bundled", jnp.zeros_like(done)),
             "env_metrics": jax.lax.stop_gradient(nxt.metrics),
         }
-        nxt = _autoreset(ended, nxt, reset_batch)
+        nxt = autoreset(nxt, reset_batch, skip_if_none_ended=True)  # gradient cut at the reset
         disc = jnp.where(ended, 1.0, disc * gamma)
         ep_ret = jnp.where(ended, 0.0, ep_ret)
         ep_len = jnp.where(ended, 0, ep_len)
