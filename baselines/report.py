@@ -256,6 +256,16 @@ TUNING = {
         ("sb3_ppo", "shac_exact"),
         0,
     ),
+    **{
+        f"{env}/grid": (
+            f"python -m baselines.tune --env {env} --grids baselines/configs/tuning/equal_effort.json \\\n"
+            f"    --algos sb3_ppo shac_exact brax_ppo shac_bcg --out baselines/results/{env}/grid",
+            _CFG + "tuning/equal_effort.json",
+            ("sb3_ppo", "shac_exact", "brax_ppo", "shac_bcg"),
+            0,
+        )
+        for env in ("BoxPush-v0", "PlanarHand-v0")
+    },
 }
 
 
@@ -615,14 +625,26 @@ def tuning_table(key: str) -> str:
         for algo in algos
         for setting in tune.settings(grids.get(algo, grids.get(compare.config_section(algo))))
     ]
-    table = tune.tuning_table(RESULTS / key, plans, seed)
-    # Success at every evaluation, beside the final score the grid ranks by.
+    # A grid file that declares its budget lists only the settings that reached it (a run in
+    # progress is not a result).
+    budget = grids.get("budgets", {}).get(key.split("/")[0], {}).get("steps", 0)
+    rows_of = [
+        compare.read_rows(RESULTS / key / algo / f"{tune.setting_name(setting)}_seed{seed}.csv")
+        for algo, setting, _ in plans
+    ]
+    rows_of = [rows if rows and rows[-1]["env_steps"] >= budget else [] for rows in rows_of]
+    done = [plan for plan, rows in zip(plans, rows_of) if rows]
+    table = tune.tuning_table(RESULTS / key, done, seed)
+    # Success at every evaluation, beside the final score the grid ranks by (in plan order).
     lines = table.splitlines()
     lines[0] += " success at each evaluation (%) |"
     lines[1] += "---|"
-    for i, (algo, setting, _) in enumerate(plans):
-        rows = compare.read_rows(RESULTS / key / algo / f"{tune.setting_name(setting)}_seed{seed}.csv")
+    for i, rows in enumerate(r for r in rows_of if r):
         lines[2 + i] += " " + " ".join(f"{100 * r['eval_success']:.0f}" for r in rows) + " |"
+    missing = [f"{algo} {tune.setting_name(setting)}" for (algo, setting, _), rows in zip(plans, rows_of) if not rows]
+    if missing:
+        lines.append("")
+        lines.append(f"Not run yet ({len(missing)} of {len(plans)} settings): " + "; ".join(missing) + ".")
     return "\n".join(lines)
 
 
