@@ -3,6 +3,17 @@
     python -m baselines.gradient_variance --env BoxPush-v0 --contact-model both \
         --estimators exact bundle zeroth bcg alpha --starts 64 --horizons 1 8 32 64
 
+The BCG authors' Moreau contact model and its decomposition (which of its differences
+makes exact gradients explode): each variant is one run, appending to the same CSV::
+
+    python -m baselines.gradient_variance --env BoxPush-v0 --contact-model moreau --estimators exact bcg
+    python -m baselines.gradient_variance --env BoxPush-v0 --contact-model moreau --estimators exact bcg \
+        --contact-options midpoint=False
+    python -m baselines.gradient_variance --env BoxPush-v0 --contact-model moreau --estimators exact bcg \
+        --contact-options friction=regularized
+    python -m baselines.gradient_variance --env BoxPush-v0 --contact-model moreau --estimators exact bcg \
+        --contact-options midpoint=False friction=regularized --physics-dt 0.002
+
 Measured quantity: the gradient of the H-step return (the sum of the first H rewards) with
 respect to the open-loop action sequence, flattened over the first H actions: what a
 first-order learner such as SHAC backpropagates. Rollouts run ``env.step`` inside
@@ -23,10 +34,17 @@ the landing's touchdown (joint velocities jittered for repeats), with zero resid
 (the reference pose). The same starts (cached in ``gradient_variance_starts_*.npz``) serve every level and
 contact model. Each start has its own PRNG seed for the estimators' samples.
 
-Contact models and levels (``--contact-model``, ``--levels``): ``mujoco``, MuJoCo's soft
-constraints with ``solref`` time constants 0.05 ... 0.002 s (smaller is stiffer) at a
-1 ms physics timestep (``--physics-dt``); ``penalty``, the BCG paper's penalty contact
-with sharpness kappa 50 ... 500 /m (larger is stiffer) at the task's timestep.
+Contact models and levels (``--contact-model``, one or more; ``both``: mujoco and penalty;
+``--levels``): ``mujoco``, MuJoCo's soft constraints with ``solref`` time constants 0.05 ...
+0.002 s (smaller is stiffer) at a 1 ms physics timestep (``--physics-dt``); ``penalty``, the
+BCG paper's penalty contact with sharpness kappa 50 ... 500 /m (larger is stiffer) at the
+task's timestep; ``moreau``, the authors' Moreau contact model
+(``bcg_envs/physics/moreau_contact.py``) with kappa 50, 100, 300, 1000, 3000 /m at the
+task's timestep under it (``--physics-dt`` overrides). ``--contact-options KEY=VALUE ...``
+sets the penalty and moreau models' other parameters (``contact_options`` of ``make_jax``;
+e.g. ``midpoint=False``, ``friction=regularized``, ``prox_iterations=50``): the CSV's
+``contact_options`` column records them (``midpoint=False``; "" for the defaults) and the
+data files' names carry them, so that variants share one CSV and one output folder.
 
 Per (contact model, level, estimator, horizon), over the starts: the mean gradient norm;
 the total variance (sum over coordinates of the per-coordinate variance across starts,
@@ -42,8 +60,11 @@ compile (``compile_s``: the program's compile time, shared by every level of its
 contact model). Non-finite gradients are counted (``nonfinite``) and left out of the statistics.
 
 Outputs in ``--out`` (default ``baselines/results/<env>/``): ``gradient_variance.csv``,
-append-only, one block of rows per (contact model, level, estimator), skipped when a run
-restarts; per-block gradients and references under ``gradient_variance_data/``;
+append-only, one block of rows per (contact model, contact options, physics_dt, level,
+estimator), skipped when a run restarts (a CSV from before the ``contact_options`` column
+reads as the defaults and gains the column on the next append); per-block gradients and
+references under ``gradient_variance_data/``; figures with one row of panels per (contact
+model, options, physics_dt):
 ``gradient_variance_ratio.png`` (variance ratio to exact) and ``gradient_variance_raw.png``
 (raw variance; values far above exact's largest, or non-finite, clipped to the top and marked).
 """
@@ -83,6 +104,7 @@ ENVS = ("BoxPush-v0", "PlanarHand-v0", "G1Jump-v0")
 COLUMNS = (
     "env",
     "contact_model",
+    "contact_options",
     "level",
     "physics_dt",
     "estimator",
@@ -107,11 +129,18 @@ COLUMNS = (
     "reference_samples",
     "starts_source",
 )
+#: The columns before ``contact_options`` was added: such CSVs are read with it empty (the
+#: models' defaults) and rewritten with it on the next append.
+LEGACY_COLUMNS = tuple(c for c in COLUMNS if c != "contact_options")
 
 
 # ======================================================================================
 # Contact models
 # ======================================================================================
+#: Contact models whose level is ``kappa`` and that take ``contact_options``.
+KAPPA_MODELS = ("penalty", "moreau")
+
+
 @dataclasses.dataclass(frozen=True)
 class ContactModel:
     """A contact model, its stiffness levels and how ``make_jax`` takes a level."""
@@ -123,15 +152,43 @@ class ContactModel:
     smaller_is_stiffer: bool
     #: Physics timestep (s); None: the task's.
     physics_dt: Optional[float]
+    #: ``contact_options`` of the penalty and Moreau models as sorted (key, value) pairs;
+    #: () keeps the model's defaults.
+    options: Tuple[Tuple[str, object], ...] = ()
+
+    @property
+    def variant(self) -> str:
+        """The options as written in the CSV's ``contact_options`` column: ``key=value``
+        pairs joined by ``;`` (e.g. ``midpoint=False``), "" for the defaults."""
+        return options_key(dict(self.options))
 
     def env_kwargs(self, level: float) -> Dict[str, object]:
         """``make_jax`` keyword arguments of one stiffness level."""
         kwargs: Dict[str, object] = {}
         if self.physics_dt is not None:
             kwargs["physics_dt"] = self.physics_dt
-        if self.name == "penalty":
-            return {**kwargs, "contact_model": "penalty", "kappa": float(level)}
+        if self.options:
+            kwargs["contact_options"] = dict(self.options)
+        if self.name in KAPPA_MODELS:
+            return {**kwargs, "contact_model": self.name, "kappa": float(level)}
         return {**kwargs, "contact_stiffness": float(level)}
+
+    def block_key(self, level: float, estimator: str) -> tuple:
+        """(contact model, options, physics_dt, level, estimator) as ``done_blocks`` keys
+        the CSV's rows."""
+        return (self.name, self.variant, dt_key(self.physics_dt), level_key(level), estimator)
+
+    def file_stem(self) -> str:
+        """This variant's prefix of the data files: the model's name, then its options and
+        its physics timestep where they differ from the defaults (so that the default
+        variant keeps the names of older sweeps)."""
+        stem = self.name
+        if self.options:
+            stem += "_" + self.variant.replace(";", "_")
+        default = CONTACT_MODELS[self.name].physics_dt if self.name in CONTACT_MODELS else None
+        if self.physics_dt != default:
+            stem += f"_dt{dt_key(self.physics_dt) or 'task'}"
+        return stem
 
 
 CONTACT_MODELS = {
@@ -139,14 +196,62 @@ CONTACT_MODELS = {
         "mujoco", (0.05, 0.02, 0.008, 0.004, 0.002), "solref time constant (s), stiffer ->", True, 0.001
     ),
     "penalty": ContactModel("penalty", (50.0, 100.0, 200.0, 300.0, 500.0), "kappa (1/m), stiffer ->", False, None),
+    "moreau": ContactModel("moreau", (50.0, 100.0, 300.0, 1000.0, 3000.0), "kappa (1/m), stiffer ->", False, None),
 }
+#: What ``--contact-model both`` selects (its meaning before the Moreau model was added).
+BOTH = ("mujoco", "penalty")
 #: One level per model for ``--quick``.
-QUICK_LEVELS = {"mujoco": (0.004,), "penalty": (300.0,)}
+QUICK_LEVELS = {"mujoco": (0.004,), "penalty": (300.0,), "moreau": (300.0,)}
 
 
 def level_key(level: float) -> str:
     """A level as written in the CSV (shortest round-trip float text)."""
     return repr(float(level))
+
+
+def dt_key(value) -> str:
+    """A ``physics_dt`` as compared between the CSV and a model: "" for the task's."""
+    if value is None or value == "":
+        return ""
+    return repr(float(value))
+
+
+def _option_text(value: object) -> str:
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def options_key(options: Dict[str, object]) -> str:
+    """``contact_options`` as one canonical text: sorted ``key=value`` joined by ``;``."""
+    return ";".join(f"{k}={_option_text(v)}" for k, v in sorted(options.items()))
+
+
+def parse_contact_options(tokens: Optional[Sequence[str]]) -> Dict[str, object]:
+    """``--contact-options`` tokens ``KEY=VALUE`` as a dict: ``true``/``false`` (any case)
+    become bools, integer and float literals numbers, anything else stays a string
+    (``friction=regularized``). Keys must be identifiers and values plain words (they go
+    into the data files' names)."""
+    import re
+
+    out: Dict[str, object] = {}
+    for token in tokens or ():
+        key, eq, text = token.partition("=")
+        if not eq or not key.isidentifier() or not re.fullmatch(r"[A-Za-z0-9_.+-]+", text):
+            raise ValueError(f"--contact-options {token!r}: expected KEY=VALUE (e.g. midpoint=False)")
+        if key in out:
+            raise ValueError(f"--contact-options: {key!r} given twice")
+        value: object
+        if text.lower() in ("true", "false"):
+            value = text.lower() == "true"
+        else:
+            try:
+                value = int(text)
+            except ValueError:
+                try:
+                    value = float(text)
+                except ValueError:
+                    value = text
+        out[key] = value
+    return out
 
 
 # ======================================================================================
@@ -375,7 +480,7 @@ class ModelRunner:
             compiled = lowered.compile()
             t2 = time.perf_counter()
             print(
-                f"{self.model.name} {estimator}: traced in {t1 - t0:.1f} s, compiled in {t2 - t1:.1f} s "
+                f"{_label(self.model)} {estimator}: traced in {t1 - t0:.1f} s, compiled in {t2 - t1:.1f} s "
                 f"(one program for every level)",
                 flush=True,
             )
@@ -573,6 +678,7 @@ def block_rows(
             {
                 "env": env_id,
                 "contact_model": model.name,
+                "contact_options": model.variant,
                 "level": level_key(level),
                 "physics_dt": model.physics_dt or "",
                 "estimator": estimator,
@@ -598,35 +704,55 @@ CSV_NAME = "gradient_variance.csv"
 
 
 def read_rows(out_dir: Path) -> List[dict]:
-    """Rows of the sweep's CSV (empty if absent); ValueError on another format's header."""
+    """Rows of the sweep's CSV (empty if absent); a CSV from before the
+    ``contact_options`` column reads with it empty; ValueError on another format's header."""
     path = out_dir / CSV_NAME
     if not path.exists():
         return []
     with path.open(newline="") as f:
         reader = csv.DictReader(f)
-        if tuple(reader.fieldnames or ()) != COLUMNS:
+        header = tuple(reader.fieldnames or ())
+        if header not in (COLUMNS, LEGACY_COLUMNS):
             raise ValueError(
                 f"{path} has columns {reader.fieldnames}, not this sweep's; move it aside or pick another --out"
             )
-        return list(reader)
+        rows = list(reader)
+    if header == LEGACY_COLUMNS:
+        rows = [{c: r.get(c, "") for c in COLUMNS} for r in rows]
+    return rows
 
 
 def append_rows(rows: List[dict], out_dir: Path) -> None:
-    append_csv(out_dir / CSV_NAME, COLUMNS, rows)
+    """Append ``rows`` to the CSV; a CSV from before the ``contact_options`` column is
+    first rewritten with it (empty: the defaults), through a temporary file."""
+    path = out_dir / CSV_NAME
+    if path.exists() and path.stat().st_size:
+        with path.open(newline="") as f:
+            header = tuple(next(csv.reader(f), []))
+        if header == LEGACY_COLUMNS:
+            old = read_rows(out_dir)
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.unlink(missing_ok=True)
+            append_csv(tmp, COLUMNS, old)
+            tmp.replace(path)
+            print(f"{path}: added the contact_options column to its {len(old)} rows", flush=True)
+    append_csv(path, COLUMNS, rows)
 
 
 def done_blocks(rows: Iterable[dict], starts: int, horizons: Sequence[int]) -> set:
-    """(contact model, level, estimator) blocks of ``rows`` measured with ``starts`` starts
-    at every horizon of ``horizons``."""
+    """(contact model, options, physics_dt, level, estimator) blocks of ``rows`` (as
+    ``ContactModel.block_key``) measured with ``starts`` starts at every horizon of
+    ``horizons``."""
     seen: Dict[tuple, set] = {}
     for r in rows:
         if int(r["starts"]) == starts:
-            seen.setdefault((r["contact_model"], r["level"], r["estimator"]), set()).add(int(r["horizon"]))
+            key = (r["contact_model"], r.get("contact_options") or "", dt_key(r["physics_dt"]), r["level"])
+            seen.setdefault((*key, r["estimator"]), set()).add(int(r["horizon"]))
     return {key for key, hs in seen.items() if set(horizons) <= hs}
 
 
 def _data_path(out_dir: Path, model: ContactModel, level: float, what: str, n: int) -> Path:
-    return out_dir / "gradient_variance_data" / f"{model.name}_{level_key(level)}_{what}_n{n}.npz"
+    return out_dir / "gradient_variance_data" / f"{model.file_stem()}_{level_key(level)}_{what}_n{n}.npz"
 
 
 RunnerFactory = Callable[[str, ContactModel, Starts, Sequence[int]], ModelRunner]
@@ -655,9 +781,9 @@ def sweep(
     for model in models:
         source = None
         for level in model.levels:
-            todo = [e for e in estimators if (model.name, level_key(level), e) not in done]
+            todo = [e for e in estimators if model.block_key(level, e) not in done]
             if not todo:
-                print(f"{model.name} level={level:g}: done, skipped", flush=True)
+                print(f"{_label(model)} level={level:g}: done, skipped", flush=True)
                 continue
             source = source or runner(env_id, model, starts, horizons)
             new_rows += _run_level(
@@ -667,7 +793,9 @@ def sweep(
             held = _memory_maps()
             del source
             _release_programs()
-            print(f"{model.name}: {held} memory maps held by its programs, {_memory_maps()} after release", flush=True)
+            print(
+                f"{_label(model)}: {held} memory maps held by its programs, {_memory_maps()} after release", flush=True
+            )
     return new_rows
 
 
@@ -726,10 +854,16 @@ def _load_grads(path: Path) -> Optional[np.ndarray]:
         return z["grads"]
 
 
+def _label(model: ContactModel) -> str:
+    """The model and its options, for messages."""
+    return f"{model.name} [{model.variant}]" if model.options else model.name
+
+
 def _print_block(rows: List[dict], seconds: float) -> None:
     r0 = rows[0]
+    options = f" [{r0['contact_options']}]" if r0["contact_options"] else ""
     print(
-        f"{r0['contact_model']} level={r0['level']} {r0['estimator']}: {seconds:.1f} s "
+        f"{r0['contact_model']}{options} level={r0['level']} {r0['estimator']}: {seconds:.1f} s "
         f"(compile {r0['compile_s']:.1f} s, {r0['ms_per_rollout_gradient']:.1f} ms per start)",
         flush=True,
     )
@@ -773,11 +907,21 @@ def _float(value) -> float:
         return math.nan
 
 
-def _series(rows: List[dict], model: str, horizon: int, estimator: str, keys: Sequence[str]) -> Dict[str, np.ndarray]:
-    """Per level (sorted), the values of ``keys`` of one (model, horizon, estimator) line."""
-    sel = [
-        r for r in rows if r["contact_model"] == model and int(r["horizon"]) == horizon and r["estimator"] == estimator
-    ]
+def _panel_of(row: dict) -> Tuple[str, str, str]:
+    """The figures' row of panels a CSV row belongs to: (contact model, options, physics_dt)."""
+    return (row["contact_model"], row.get("contact_options") or "", dt_key(row["physics_dt"]))
+
+
+def _panel_title(panel: Tuple[str, str, str]) -> str:
+    model, options, dt = panel
+    return model + (f" [{options}]" if options else "") + (f" dt={dt}" if dt else "")
+
+
+def _series(
+    rows: List[dict], panel: Tuple[str, str, str], horizon: int, estimator: str, keys: Sequence[str]
+) -> Dict[str, np.ndarray]:
+    """Per level (sorted), the values of ``keys`` of one (panel, horizon, estimator) line."""
+    sel = [r for r in rows if _panel_of(r) == panel and int(r["horizon"]) == horizon and r["estimator"] == estimator]
     sel.sort(key=lambda r: float(r["level"]))
     out = {"level": np.array([float(r["level"]) for r in sel])}
     out.update({k: np.array([_float(r[k]) for r in sel]) for k in keys})
@@ -785,7 +929,10 @@ def _series(rows: List[dict], model: str, horizon: int, estimator: str, keys: Se
 
 
 def _grid(rows: List[dict]):
-    models = [m for m in CONTACT_MODELS if any(r["contact_model"] == m for r in rows)]
+    """(panels: one per (contact model, options, physics_dt) of ``rows``, horizons, estimators)."""
+    order = list(CONTACT_MODELS)
+    panels = {_panel_of(r) for r in rows if r["contact_model"] in CONTACT_MODELS}
+    models = sorted(panels, key=lambda p: (order.index(p[0]), p[1], p[2]))
     horizons = sorted({int(r["horizon"]) for r in rows})
     estimators = [e for e in ESTIMATORS if any(r["estimator"] == e for r in rows)]
     return models, horizons, estimators
@@ -801,8 +948,8 @@ def _axes(plt, models, horizons, title: str):
             ax = axes[i, j]
             ax.set_xscale("log")
             ax.set_yscale("log")
-            ax.set_title(f"{m}, H={h}", fontsize=9)
-            ax.set_xlabel(CONTACT_MODELS[m].axis_label, fontsize=8)
+            ax.set_title(f"{_panel_title(m)}, H={h}", fontsize=9)
+            ax.set_xlabel(CONTACT_MODELS[m[0]].axis_label, fontsize=8)
     return fig, axes
 
 
@@ -820,13 +967,13 @@ def tick_labels(ticks: Sequence[float], spacing: float = 1.8) -> List[str]:
 def _finish(
     fig, axes, rows: List[dict], models: Sequence[str], ylim: Callable[[float, float], Tuple[float, float]]
 ) -> None:
-    """x limits around each model's levels (stiffer to the right), y limits ``ylim(lo, hi)``."""
+    """x limits around each panel's levels (stiffer to the right), y limits ``ylim(lo, hi)``."""
     for i, m in enumerate(models):
-        levels = [float(r["level"]) for r in rows if r["contact_model"] == m]
+        levels = [float(r["level"]) for r in rows if _panel_of(r) == m]
         lo, hi = min(levels) / 1.6, max(levels) * 1.6
         ticks = sorted(set(levels))
         for ax in axes[i]:
-            ax.set_xlim((hi, lo) if CONTACT_MODELS[m].smaller_is_stiffer else (lo, hi))
+            ax.set_xlim((hi, lo) if CONTACT_MODELS[m[0]].smaller_is_stiffer else (lo, hi))
             ax.set_xticks(ticks, tick_labels(ticks), fontsize=7)
             ax.set_xticks([], minor=True)
             ax.set_ylim(*ylim(*ax.get_ylim()))
@@ -955,11 +1102,29 @@ def write_figures(out_dir: Path) -> None:
 # Command line
 # ======================================================================================
 def select_models(
-    which: str, levels: Optional[Sequence[str]], physics_dt: Optional[float], quick: bool
+    which: str | Sequence[str],
+    levels: Optional[Sequence[str]],
+    physics_dt: Optional[float],
+    quick: bool,
+    options: Optional[Dict[str, object]] = None,
 ) -> List[ContactModel]:
-    """Contact models of ``--contact-model`` with ``--levels`` (``1e-3``: every selected
-    model; ``mujoco=0.004``: one model) and ``--physics-dt`` (MuJoCo; 0: the task's)."""
-    names = list(CONTACT_MODELS) if which == "both" else [which]
+    """Contact models of ``--contact-model`` (one name or several; ``both``: mujoco and
+    penalty) with ``--levels`` (``1e-3``: every selected model; ``mujoco=0.004``: one
+    model), ``--physics-dt`` (the mujoco and moreau models'; 0: the task's; the penalty
+    model always steps at the task's) and ``--contact-options`` (``options``, a dict: the
+    penalty and moreau models', checked against their parameters here)."""
+    names: List[str] = []
+    for name in [which] if isinstance(which, str) else which:
+        if name != "both" and name not in CONTACT_MODELS:
+            raise ValueError(f"--contact-model {name!r}: not one of {[*CONTACT_MODELS, 'both']}")
+        names += [n for n in (BOTH if name == "both" else (name,)) if n not in names]
+    options = dict(options or {})
+    if options:
+        kappa_models = [n for n in names if n in KAPPA_MODELS]
+        if not kappa_models:
+            raise ValueError("--contact-options parametrize the penalty and moreau models; neither is selected")
+        for n in kappa_models:
+            _check_options(n, options)
     chosen = {n: (QUICK_LEVELS[n] if quick else CONTACT_MODELS[n].levels) for n in names}
     if levels:
         override: Dict[str, List[float]] = {}
@@ -973,23 +1138,58 @@ def select_models(
     models = []
     for n in names:
         dt = CONTACT_MODELS[n].physics_dt
-        if n == "mujoco" and physics_dt is not None:
+        if n in ("mujoco", "moreau") and physics_dt is not None:
             dt = physics_dt or None
-        models.append(dataclasses.replace(CONTACT_MODELS[n], levels=chosen[n], physics_dt=dt))
+        opts = tuple(sorted(options.items())) if n in KAPPA_MODELS else ()
+        models.append(dataclasses.replace(CONTACT_MODELS[n], levels=chosen[n], physics_dt=dt, options=opts))
     return models
+
+
+def _check_options(model: str, options: Dict[str, object]) -> None:
+    """ValueError unless ``options`` are valid ``contact_options`` of ``model`` (the
+    parameters class's own checks, before any start state is searched or program built)."""
+    from bcg_envs.physics.moreau_contact import MoreauContact
+    from bcg_envs.physics.penalty_contact import PenaltyContact
+
+    cls = MoreauContact if model == "moreau" else PenaltyContact
+    known = [f.name for f in dataclasses.fields(cls) if f.name != "kappa"]
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise ValueError(f"--contact-options {unknown}: not options of the {model} model; known: {known}")
+    try:
+        cls(**options)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"--contact-options for the {model} model: {e}") from e
 
 
 def main(argv: Optional[List[str]] = None) -> List[dict]:
     """Run the sweep of the command line ``argv``; returns the rows it added."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env", default="BoxPush-v0", choices=ENVS)
-    parser.add_argument("--contact-model", default="both", choices=["mujoco", "penalty", "both"])
-    parser.add_argument("--levels", nargs="+", default=None, help="override: 0.004 0.002 or mujoco=0.004 penalty=300")
+    parser.add_argument(
+        "--contact-model",
+        nargs="+",
+        default=["both"],
+        choices=[*CONTACT_MODELS, "both"],
+        help="one or more; both: mujoco and penalty (default)",
+    )
+    parser.add_argument(
+        "--levels", nargs="+", default=None, help="override: 0.004 0.002 or mujoco=0.004 penalty=300 moreau=1000"
+    )
     parser.add_argument(
         "--physics-dt",
         type=float,
         default=None,
-        help="MuJoCo model's physics timestep (s; default 0.001, 0: the task's)",
+        help="physics timestep (s) of the mujoco model (default 0.001) and the moreau model (default the "
+        "task's); 0: the task's. The penalty model always uses the task's",
+    )
+    parser.add_argument(
+        "--contact-options",
+        nargs="+",
+        default=None,
+        metavar="KEY=VALUE",
+        help="contact_options of the penalty/moreau models, e.g. midpoint=False friction=regularized "
+        "(true/false: bools; numbers: int/float); recorded in the CSV's contact_options column",
     )
     parser.add_argument(
         "--estimators", nargs="+", default=None, choices=ESTIMATORS, help="default: all (exact bcg with --quick)"
@@ -1020,12 +1220,16 @@ def main(argv: Optional[List[str]] = None) -> List[dict]:
     out_dir = Path(args.out or f"baselines/results/{args.env}")
     n = args.starts or DEFAULT_STARTS[args.env]
     horizons = sorted(set(args.horizons))
-    models = select_models(args.contact_model, args.levels, args.physics_dt, args.quick)
+    try:
+        options = parse_contact_options(args.contact_options)
+        models = select_models(args.contact_model, args.levels, args.physics_dt, args.quick, options)
+    except ValueError as e:
+        parser.error(str(e))
     read_rows(out_dir)  # fail early on a CSV of another format
     starts = find_starts(args.env, n, max(horizons), out_dir, args.contact_threshold, args.lead_steps)
     print(
         f"{args.env}: {len(starts)} starts ({starts.source}); horizons {horizons}; "
-        + "; ".join(f"{m.name} levels {list(m.levels)} physics_dt {m.physics_dt or 'task'}" for m in models),
+        + "; ".join(f"{_label(m)} levels {list(m.levels)} physics_dt {m.physics_dt or 'task'}" for m in models),
         flush=True,
     )
     rows = sweep(

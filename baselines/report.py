@@ -544,7 +544,8 @@ def gradient_table(env_id: str, model: str) -> str:
     ratio at H = 64 where measured."""
     from baselines import gradient_variance as gv
 
-    rows = [r for r in gv.read_rows(RESULTS / env_id) if r["contact_model"] == model]
+    # The model as built (no contact_options variant, the sweep's default timestep).
+    rows = [r for r in gv.read_rows(RESULTS / env_id) if r["contact_model"] == model and not r.get("contact_options")]
     levels = sorted({float(r["level"]) for r in rows}, reverse=model == "mujoco")
     others = [e for e in ("bundle", "zeroth", "alpha") if any(r["estimator"] == e for r in rows)]
     unit = "solref time constant (s)" if model == "mujoco" else "kappa (1/m)"

@@ -95,6 +95,9 @@ parameter or documented here):
   matters beyond 0.33 m of penetration at kappa 300.
 * the midpoint can be switched off (``midpoint=False``: dynamics at ``q``, then
   ``q+ = q (+) qd+ h``, MuJoCo's semi-implicit Euler) for the decomposition experiments.
+* the hard friction cone can be replaced by a smooth saturation (``friction="regularized"``,
+  ``regularize_friction``), also for the decomposition experiments: their cone's radial
+  scaling has a kink where the tangential impulse reaches ``mu p_n``.
 
 MuJoCo's own contact constraints are switched off as for the penalty model
 (``penalty_contact.disable_constraint_contacts``): MJX still reports every candidate
@@ -124,6 +127,13 @@ DEGENERATE_ROW = 1e-10
 #: Relative determinant below which a diagonal block counts as singular (its inverse is
 #: then zero, as Warp's 3 x 3 inverse returns for a zero determinant).
 SINGULAR_BLOCK = 1e-12
+#: The friction laws of ``MoreauContact.friction``.
+FRICTION_LAWS = ("cone", "regularized")
+#: ``eps`` (N^2 s^2) of the regularized friction law: keeps its denominator positive where
+#: both the tangential impulse and ``mu p_n`` are zero; far below any impulse of the tasks
+#: (a 1 g body resting for one 1 ms substep has ``p_n`` ~ 1e-5 N s, ``p_n^2`` ~ 1e-10), and
+#: a normal float32 number.
+FRICTION_EPS = 1e-20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -158,6 +168,14 @@ class MoreauContact:
         and impulses grow to kN within one control step). On G1 standing the cap binds on
         the front foot spheres (0.68 vs 0.75) and changes the total normal impulse of a
         substep by 1 %.
+      friction: the friction law inside the prox iterations. ``"cone"`` (default) is their
+        hard Coulomb cone (``project_cone``): the tangential impulse is scaled back radially
+        to ``mu p_n`` where longer, a kink in the iteration map at ``|p_t| = mu p_n``.
+        ``"regularized"`` (a decomposition switch, not theirs) replaces that scaling by the
+        smooth saturation ``p_t mu p_n / sqrt(|p_t|^2 + (mu p_n)^2 + eps)``
+        (``regularize_friction``); the normal impulse keeps its hard clamp at 0. Its width
+        in slip velocity is set by the prox step and is wide for light bodies: it weakens
+        sliding friction too (65 % of the cone's on a 0.5 kg ball sliding at 2 m/s).
     """
 
     kappa: float = 300.0
@@ -166,6 +184,7 @@ class MoreauContact:
     midpoint: bool = True
     implicit_damping: bool = True
     step_cap: bool = True
+    friction: str = "cone"
 
     def __post_init__(self) -> None:
         kappa = self.kappa
@@ -181,6 +200,8 @@ class MoreauContact:
         for name in ("midpoint", "implicit_damping", "step_cap"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        if not isinstance(self.friction, str) or self.friction not in FRICTION_LAWS:
+            raise ValueError(f"friction must be one of {FRICTION_LAWS}, got {self.friction!r}")
 
 
 def dense_mass(m: mjx.Model, d: mjx.Data) -> jax.Array:
@@ -225,6 +246,37 @@ def project_cone(p: jax.Array, mu: jax.Array) -> jax.Array:
     return jnp.where(pn > 0, jnp.concatenate([pn[None], pt * scale]), 0.0)
 
 
+def regularize_friction(p: jax.Array, mu: jax.Array) -> jax.Array:
+    """The smooth friction law (``MoreauContact.friction="regularized"``) on one impulse
+    ``(p_n, p_t1, p_t2)``: zero if ``p_n <= 0`` (the normal clamp of ``project_cone``);
+    else the tangential part saturated smoothly at ``L = mu p_n``:
+    ``p_t L / sqrt(|p_t|^2 + L^2 + eps)``.
+
+    Why this saturation (rather than ``L tanh(|p_t| / L) p_t / |p_t|``): it is one smooth
+    expression of ``p_t`` and ``L`` with no ``|p_t|`` (whose derivative is undefined at
+    ``p_t = 0``, where a sticking contact sits) and no division by ``L`` (zero at a grazing
+    contact), so it is infinitely differentiable everywhere for ``eps > 0`` without
+    branches; its derivatives are bounded (``d/dp_t`` at most 1, ``d/dL`` at most 1 in
+    norm), so it adds no gradient spikes of its own. Its length never exceeds ``L`` (the
+    cone's bound), is ``L`` to within 0.5 % once ``|p_t| > 10 L`` (hard sliding), and
+    shrinks a small tangential impulse by ``1 - |p_t|^2 / (2 L^2)`` (tanh: ``1 -
+    |p_t|^2 / (3 L^2)``).
+
+    Inside the prox iterations the law acts on ``x = p_t - r v_t`` (``v_t`` the contact's
+    tangential velocity, ``r`` the prox step), so its fixed point ``p_t = sat(x)`` ties the
+    impulse to the slip through ``sat^-1(p_t) - p_t = -r v_t``: a regularized Coulomb law
+    whose width in slip velocity is about ``L / r``, set by the prox step, not chosen.
+    Their step ``r = 1 / (1 + sum det G)`` is small for light bodies, so the width can be
+    large: on the 0.5 kg ball of the tests (``r = 1/99``, ``L = 0.06`` N s per 5 ms
+    substep) friction is 65 % of the cone's at 2 m/s slip, 81 % at 5 m/s and 96 % at
+    20 m/s (10 and 50 sweeps agree). The switch therefore weakens friction as well as
+    smoothing it; a sticking contact creeps at about ``|p_t|^3 / (2 L^2 r)``."""
+    pn, pt = p[0], p[1:]
+    limit = mu * pn
+    scale = limit / jnp.sqrt(jnp.sum(pt**2) + limit**2 + FRICTION_EPS)
+    return jnp.where(pn > 0, jnp.concatenate([pn[None], pt * scale]), 0.0)
+
+
 def step_sizes(blocks: jax.Array, cap: bool) -> jax.Array:
     """Per contact the prox step ``r_i = 1 / (1 + sum_j det G_ij)`` of their kernels, and
     with ``cap`` at most ``1 / ||G_ii||_inf`` (``blocks`` (ncon, ncon, 3, 3))."""
@@ -238,14 +290,25 @@ def step_sizes(blocks: jax.Array, cap: bool) -> jax.Array:
 
 
 def solve_impulses(
-    G: jax.Array, c: jax.Array, s: jax.Array, mu: jax.Array, rows: jax.Array, iterations: int, step_cap: bool = True
+    G: jax.Array,
+    c: jax.Array,
+    s: jax.Array,
+    mu: jax.Array,
+    rows: jax.Array,
+    iterations: int,
+    step_cap: bool = True,
+    friction: str = "cone",
 ) -> jax.Array:
     """The unscaled impulses ``p`` (ncon, 3) of the smoothed prox iterations.
 
     ``G`` (ncon, 3, ncon, 3) Delassus blocks and ``c`` (ncon, 3) free contact velocities,
     both zero on missing rows; ``s`` (ncon,) sigmoid scales; ``mu`` (ncon,) friction;
-    ``rows`` (ncon, 3) bool, which rows exist; ``step_cap`` as ``MoreauContact.step_cap``.
+    ``rows`` (ncon, 3) bool, which rows exist; ``step_cap`` and ``friction`` as
+    ``MoreauContact.step_cap`` and ``MoreauContact.friction``.
     """
+    if friction not in FRICTION_LAWS:
+        raise ValueError(f"friction must be one of {FRICTION_LAWS}, got {friction!r}")
+    project = project_cone if friction == "cone" else regularize_friction
     ncon = c.shape[0]
     blocks = jnp.transpose(G, (0, 2, 1, 3))  # (i, j, 3, 3)
     r = step_sizes(blocks, step_cap)  # (ncon,)
@@ -264,7 +327,7 @@ def solve_impulses(
     def sweep(p, _):
         for i in range(ncon):
             residual = jnp.einsum("jab,jb->a", weighted[i], p) + c[i]
-            p = p.at[i].set(project_cone(p[i] - r[i] * residual, mu[i]))
+            p = p.at[i].set(project(p[i] - r[i] * residual, mu[i]))
         return p, None
 
     if iterations == 0 or ncon == 0:
@@ -320,7 +383,7 @@ def step(
         G = (flat @ solve(flat.T)).reshape(ncon, 3, ncon, 3)
         c = J @ (v0 + h * qacc_free)  # (ncon, 3)
         s = jax.nn.sigmoid(params.kappa * (-contact.dist))
-        p = solve_impulses(G, c, s, mu, rows, int(params.prox_iterations), params.step_cap)
+        p = solve_impulses(G, c, s, mu, rows, int(params.prox_iterations), params.step_cap, params.friction)
         impulse = s[:, None] * p  # (ncon, 3), N s
         qimp = jnp.einsum("cjv,cj->v", J, impulse)  # generalized impulse Jc^T (s p)
     else:

@@ -80,13 +80,17 @@ def ball_state(z, vx=0.0, vz=0.0):
 
 @pytest.fixture(scope="module")
 def ball_step():
-    """``run(kappa, qpos, qvel, margin=0.0) -> (qpos, qvel, normal force per slot)``: one
-    5 ms substep of the ball; kappa is an argument of one compiled program per margin."""
+    """``run(kappa, qpos, qvel, margin=0.0, friction=None) -> (qpos, qvel, normal force
+    per slot)``: one 5 ms substep of the ball; kappa is an argument of one compiled program
+    per (margin, friction); ``friction`` None leaves ``MoreauContact.friction`` at its
+    default."""
     programs = {}
 
-    def run(kappa, qpos, qvel, margin=0.0):
-        if margin not in programs:
-            base = physics_of(BALL_XML, contact_margin=margin)
+    def run(kappa, qpos, qvel, margin=0.0, friction=None):
+        key = (margin, friction)
+        if key not in programs:
+            extra = {} if friction is None else {"friction": friction}
+            base = physics_of(BALL_XML, contact_margin=margin, **extra)
 
             @jax.jit
             def step(k, q, v):
@@ -94,8 +98,8 @@ def ball_step():
                 d = physics.substep(physics.make_data(q, v).replace(ctrl=jnp.zeros(2)))
                 return d.qpos, d.qvel, physics.contact_normal_forces(d)
 
-            programs[margin] = step
-        out = programs[margin](jnp.float32(kappa), jnp.asarray(qpos), jnp.asarray(qvel))
+            programs[key] = step
+        out = programs[key](jnp.float32(kappa), jnp.asarray(qpos), jnp.asarray(qvel))
         return tuple(np.asarray(x, np.float64) for x in out)
 
     return run
@@ -217,6 +221,66 @@ def test_sliding_friction_is_capped_at_mu_times_the_normal_impulse(ball_step):
     lever = RADIUS - depth / 2  # MuJoCo's contact point: midway between the surfaces
     slip = v[0] - lever * v[4]  # that point's velocity along x: v + w x (0, 0, -lever)
     assert slip == pytest.approx((1 - s) * 0.01, rel=1e-4)
+
+
+def test_default_friction_is_the_cone_bit_for_bit(ball_step):
+    """``friction`` defaults to their hard cone: the default model and an explicit
+    ``friction="cone"`` step the sliding ball to identical bits (the default path is the
+    one the cone tests above check against their kernel)."""
+    assert MoreauContact() == MoreauContact(friction="cone") and MoreauContact().friction == "cone"
+    for vx in (0.01, 0.7):
+        qpos, qvel = ball_state(RADIUS - 0.002, vx=vx, vz=-0.3)
+        for a, b in zip(ball_step(300.0, qpos, qvel), ball_step(300.0, qpos, qvel, friction="cone")):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_regularized_friction_saturates_smoothly_below_the_cone(ball_step):
+    """``friction="regularized"`` on the ball 2 mm inside the floor: the friction impulse
+    never exceeds the cone's ``mu p_n``; slipping slowly (1 cm/s, deep inside the cone) it
+    is the cone's to 2 %; sliding at 2 m/s it is clearly below (65 %: inside the prox
+    iterations the law's width in slip velocity is ``mu p_n / r``, about 6 m/s for this
+    light ball), at 20 m/s near it (96 %); the normal impulse is unchanged."""
+    kappa, vz = 300.0, -0.3
+    for vx, lo, hi in ((0.01, 0.98, 1.0 + 1e-6), (2.0, 0.5, 0.8), (20.0, 0.93, 0.99)):
+        qpos, qvel = ball_state(RADIUS - 0.002, vx=vx, vz=vz)
+        (_, cone, _), (_, smooth, _) = (ball_step(kappa, qpos, qvel, friction=f) for f in ("cone", "regularized"))
+        normal = MASS * (smooth[2] - (vz - G * H))
+        assert normal == pytest.approx(MASS * (cone[2] - (vz - G * H)), rel=1e-5)
+        t_cone, t_smooth = -MASS * (cone[0] - vx), -MASS * (smooth[0] - vx)
+        assert 0 < t_smooth <= MU * normal * (1 + 1e-5)
+        assert lo < t_smooth / t_cone < hi, (vx, t_smooth, t_cone)
+
+
+def test_regularized_friction_has_finite_gradients_at_zero_slip():
+    """The regularized law is differentiable everywhere: at zero tangential impulse, at
+    zero normal impulse and at both (where ``|p_t|`` and a tanh law's ``1 / (mu p_n)`` have
+    no derivative), its Jacobian is finite; at zero slip its Jacobian in ``p_t`` is
+    ``mu p_n / sqrt((mu p_n)^2 + eps)`` ~ 1. Through the prox iterations of the ball's
+    contact (``G = diag(1/m, 3.5/m, 3.5/m)``) approaching without slip, the impulses'
+    Jacobian in the free contact velocity is finite and, deep inside the cone, the cone's:
+    the rigid sticking response ``-G^-1``."""
+    from bcg_envs.physics.moreau_contact import regularize_friction, solve_impulses
+
+    mu = jnp.float32(MU)
+    for p in ([0.3, 0.0, 0.0], [0.0, 0.0, 0.0], [1e-30, 0.0, 0.0], [0.3, 1e-8, 0.0], [-0.1, 0.0, 0.0]):
+        jac = jax.jacobian(regularize_friction)(jnp.asarray(p, jnp.float32), mu)
+        assert np.all(np.isfinite(np.asarray(jac))), (p, jac)
+    jac = np.asarray(jax.jacobian(regularize_friction)(jnp.asarray([0.3, 0.0, 0.0]), mu))
+    np.testing.assert_allclose(jac, np.eye(3), atol=1e-6)
+
+    G = jnp.diag(jnp.asarray([1.0, 3.5, 3.5]) / MASS).reshape(1, 3, 1, 3)
+
+    def jacobian(friction):
+        def impulses(c):
+            ones = jnp.ones((1, 3), bool)
+            return solve_impulses(G, c[None], jnp.ones(1), jnp.full(1, MU), ones, 10, True, friction)[0]
+
+        return np.asarray(jax.jit(jax.jacobian(impulses))(jnp.asarray([-0.3, 0.0, 0.0])))
+
+    jac = jacobian("regularized")
+    assert np.all(np.isfinite(jac))
+    np.testing.assert_allclose(jac, -MASS * np.diag([1.0, 1 / 3.5, 1 / 3.5]), rtol=1e-4, atol=1e-7)
+    np.testing.assert_allclose(jac, jacobian("cone"), rtol=1e-4, atol=1e-7)
 
 
 @pytest.mark.integration
@@ -410,6 +474,8 @@ def test_bcg_trigger_reads_the_moreau_normal_force_of_a_resting_ball(make_toy_en
         (dict(contact_model="moreau", contact_options={"prox_iterations": -1}), "prox_iterations"),
         (dict(contact_model="moreau", contact_options={"contact_margin": float("nan")}), "contact_margin"),
         (dict(contact_model="moreau", contact_options={"baumgarte": 0.2}), "unknown contact_options"),
+        (dict(contact_model="moreau", contact_options={"friction": "smooth"}), "friction.*cone.*regularized"),
+        (dict(contact_model="moreau", contact_options={"friction": True}), "friction"),
         (dict(contact_options={"prox_iterations": 5}), "contact_options"),
         (dict(kappa=300.0), "contact_model='moreau'"),
     ],
