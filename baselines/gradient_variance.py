@@ -34,6 +34,17 @@ the landing's touchdown (joint velocities jittered for repeats), with zero resid
 (the reference pose). The same starts (cached in ``gradient_variance_starts_*.npz``) serve every level and
 contact model. Each start has its own PRNG seed for the estimators' samples.
 
+Policy starts (``--starts-policy PATH.npz``, BoxPush-v0 and PlanarHand-v0): the same search
+(seeds 0, 1, ..., MuJoCo C, ``--lead-steps`` before the first contact above
+``--contact-threshold``) in episodes of an exported trained policy (``bcg_envs.export``,
+e.g. ``assets/policies/BoxPush-v0.npz``, run deterministically) in place of the scripted
+controller, each start's action sequence being the policy's actions from there: the
+states a learner's policy actually visits. Their cache ends in ``_policy-<stem>.npz``,
+the CSV's ``starts_source`` names the policy file, their data files end in
+``_policy-<stem>``, and their figure panels carry ``policy-<stem>``; a restart skips only
+blocks of the same starts (rows without a policy in ``starts_source`` count as scripted),
+so scripted and policy runs share one ``--out`` without skipping each other's blocks.
+
 Contact models and levels (``--contact-model``, one or more; ``both``: mujoco and penalty;
 ``--levels``): ``mujoco``, MuJoCo's soft constraints with ``solref`` time constants 0.05 ...
 0.002 s (smaller is stiffer) at a 1 ms physics timestep (``--physics-dt``); ``penalty``, the
@@ -291,12 +302,50 @@ def scripted_starts(
     are skipped."""
     import importlib
 
+    policy = importlib.import_module(SCRIPTED[env_id]).POLICIES["scripted"]()
+    found = _episode_starts(env_id, policy, n, steps, threshold, lead, max_seeds, "scripted")
+    source = f"scripted episodes (seeds 0..), {lead} steps before the first contact > {threshold:g} N"
+    return Starts(*found, source)
+
+
+def policy_starts(
+    env_id: str, path: Path | str, n: int, steps: int, threshold: float, lead: int, max_seeds: Optional[int] = None
+) -> Starts:
+    """As ``scripted_starts``, with the actions of the exported policy at ``path``
+    (``bcg_envs.export.NumpyPolicy``, deterministic) in place of the scripted controller's:
+    the open-loop sequence from a start is the policy's actions of that episode from there.
+    The source names the policy file (``starts_tag`` reads it back)."""
+    from bcg_envs.numpy_policy import NumpyPolicy
+
+    path = Path(path)
+    policy = NumpyPolicy.load(path)
+    if policy.env_id and policy.env_id != env_id:
+        raise ValueError(f"{path} is a policy of {policy.env_id}, not of {env_id}")
+    found = _episode_starts(env_id, policy, n, steps, threshold, lead, max_seeds, f"{path.name} policy")
+    source = (
+        f"policy {path.name} episodes (deterministic; seeds 0..), {lead} steps before the first contact "
+        f"> {threshold:g} N"
+    )
+    return Starts(*found, source)
+
+
+def _episode_starts(
+    env_id: str,
+    policy: Callable[[np.ndarray], np.ndarray],
+    n: int,
+    steps: int,
+    threshold: float,
+    lead: int,
+    max_seeds: Optional[int],
+    what: str,
+) -> tuple:
+    """(qpos, qvel, task info, actions) of ``n`` starts of episodes of ``policy`` (seeds 0,
+    1, ...; see ``scripted_starts``)."""
     import gymnasium as gym
 
     import bcg_envs
     from bcg_envs.registry import NAMESPACE
 
-    policy = importlib.import_module(SCRIPTED[env_id]).POLICIES["scripted"]()
     env = gym.make(f"{NAMESPACE}/{env_id}", backend="mujoco")
     task_keys = _task_keys(bcg_envs.make_jax(env_id))
     found: List[tuple] = []
@@ -310,11 +359,28 @@ def scripted_starts(
     finally:
         env.close()
     if len(found) < n:
-        raise RuntimeError(f"{env_id}: only {len(found)} of {n} scripted episodes reach a {threshold} N contact")
+        raise RuntimeError(f"{env_id}: only {len(found)} of {n} {what} episodes reach a {threshold} N contact")
     qpos, qvel, info, actions = zip(*found)
     task_info = {k: np.stack([i[k] for i in info]) for k in task_keys}
-    source = f"scripted episodes (seeds 0..), {lead} steps before the first contact > {threshold:g} N"
-    return Starts(np.stack(qpos), np.stack(qvel), task_info, np.stack(actions), source)
+    return np.stack(qpos), np.stack(qvel), task_info, np.stack(actions)
+
+
+def policy_tag(path: Path | str) -> str:
+    """``policy-<stem>`` of a policy file (characters other than letters, digits and
+    ``_.+-`` as ``_``): the suffix of its starts' cache and data files."""
+    import re
+
+    return "policy-" + re.sub(r"[^A-Za-z0-9_.+-]", "_", Path(path).stem)
+
+
+def starts_tag(source: str) -> str:
+    """Which starts a ``starts_source`` text describes: ``policy_tag`` of the policy file
+    for a policy's episodes, "" for the scripted controller's (and G1's reference frames,
+    and every row written before policy starts existed)."""
+    import re
+
+    match = re.match(r"policy (.+) episodes \(deterministic", source or "")
+    return policy_tag(match[1]) if match else ""
 
 
 def _task_keys(env) -> List[str]:
@@ -387,18 +453,32 @@ def reference_starts(env_id: str, n: int, steps: int, lead: int, seed: int = 0) 
 
 
 def find_starts(
-    env_id: str, n: int, steps: int, out_dir: Path, threshold: Optional[float] = None, lead: int = 2
+    env_id: str,
+    n: int,
+    steps: int,
+    out_dir: Path,
+    threshold: Optional[float] = None,
+    lead: int = 2,
+    policy: Optional[Path | str] = None,
 ) -> Starts:
-    """The sweep's starts, cached in ``out_dir`` so that a resumed sweep uses the same."""
+    """The sweep's starts, cached in ``out_dir`` so that a resumed sweep uses the same;
+    ``policy``: an exported policy's episodes in place of the scripted controller's (BoxPush
+    and PlanarHand; its cache file's name ends in ``_policy-<stem>``)."""
+    if policy is not None and env_id not in SCRIPTED:
+        raise ValueError(f"{env_id}: policy starts need a contact event; only {list(SCRIPTED)} have one")
     name = f"gradient_variance_starts_n{n}_T{steps}_lead{lead}"
     if env_id in SCRIPTED:
         threshold = CONTACT_THRESHOLD[env_id] if threshold is None else threshold
         name += f"_force{threshold:g}"
+    if policy is not None:
+        name += f"_{policy_tag(policy)}"
     path = out_dir / f"{name}.npz"
     if path.exists():
         return Starts.load(path)
     t0 = time.perf_counter()
-    if env_id in SCRIPTED:
+    if policy is not None:
+        starts = policy_starts(env_id, policy, n, steps, threshold, lead)
+    elif env_id in SCRIPTED:
         starts = scripted_starts(env_id, n, steps, threshold, lead)
     else:
         starts = reference_starts(env_id, n, steps, lead)
@@ -739,20 +819,23 @@ def append_rows(rows: List[dict], out_dir: Path) -> None:
     append_csv(path, COLUMNS, rows)
 
 
-def done_blocks(rows: Iterable[dict], starts: int, horizons: Sequence[int]) -> set:
+def done_blocks(rows: Iterable[dict], starts: int, horizons: Sequence[int], tag: str = "") -> set:
     """(contact model, options, physics_dt, level, estimator) blocks of ``rows`` (as
-    ``ContactModel.block_key``) measured with ``starts`` starts at every horizon of
+    ``ContactModel.block_key``) measured with ``starts`` starts of the source ``tag`` (as
+    ``starts_tag``: "" the scripted ones, ``policy-<stem>`` a policy's) at every horizon of
     ``horizons``."""
     seen: Dict[tuple, set] = {}
     for r in rows:
-        if int(r["starts"]) == starts:
+        if int(r["starts"]) == starts and starts_tag(r.get("starts_source", "")) == tag:
             key = (r["contact_model"], r.get("contact_options") or "", dt_key(r["physics_dt"]), r["level"])
             seen.setdefault((*key, r["estimator"]), set()).add(int(r["horizon"]))
     return {key for key, hs in seen.items() if set(horizons) <= hs}
 
 
-def _data_path(out_dir: Path, model: ContactModel, level: float, what: str, n: int) -> Path:
-    return out_dir / "gradient_variance_data" / f"{model.file_stem()}_{level_key(level)}_{what}_n{n}.npz"
+def _data_path(out_dir: Path, model: ContactModel, level: float, what: str, n: int, tag: str = "") -> Path:
+    """A block's data file; ``tag`` (``starts_tag``), where not "", ends its name."""
+    suffix = f"_{tag}" if tag else ""
+    return out_dir / "gradient_variance_data" / f"{model.file_stem()}_{level_key(level)}_{what}_n{n}{suffix}.npz"
 
 
 RunnerFactory = Callable[[str, ContactModel, Starts, Sequence[int]], ModelRunner]
@@ -776,7 +859,7 @@ def sweep(
     compiled programs serve all its levels and are released before the next model."""
     (out_dir / "gradient_variance_data").mkdir(parents=True, exist_ok=True)
     estimators = sorted(dict.fromkeys(estimators), key=lambda e: e != "exact")
-    done = done_blocks(read_rows(out_dir), len(starts), horizons)
+    done = done_blocks(read_rows(out_dir), len(starts), horizons, starts_tag(starts.source))
     new_rows: List[dict] = []
     for model in models:
         source = None
@@ -816,16 +899,17 @@ def _run_level(
     import bcg_envs
 
     sigma = bcg_envs.BundleConfig().state_sigma
+    tag = starts_tag(starts.source)
     ref, rows = None, []
     for est in estimators:
         t0 = time.perf_counter()
         block = source.block(est, level)
         seconds = time.perf_counter() - t0
         if ref is None:
-            path = _data_path(out_dir, model, level, f"reference{reference_samples}", len(starts))
+            path = _data_path(out_dir, model, level, f"reference{reference_samples}", len(starts), tag)
             ref = _cached(path, lambda: source.reference(level, reference_samples, sigma))
-        np.savez(_data_path(out_dir, model, level, est, len(starts)), grads=block.grads, bundled=block.bundled)
-        exact = _load_grads(_data_path(out_dir, model, level, "exact", len(starts)))
+        np.savez(_data_path(out_dir, model, level, est, len(starts), tag), grads=block.grads, bundled=block.bundled)
+        exact = _load_grads(_data_path(out_dir, model, level, "exact", len(starts), tag))
         new = block_rows(
             env_id, model, level, est, block, ref, exact, horizons, starts.source, reference_samples, resamples
         )
@@ -907,18 +991,20 @@ def _float(value) -> float:
         return math.nan
 
 
-def _panel_of(row: dict) -> Tuple[str, str, str]:
-    """The figures' row of panels a CSV row belongs to: (contact model, options, physics_dt)."""
-    return (row["contact_model"], row.get("contact_options") or "", dt_key(row["physics_dt"]))
+def _panel_of(row: dict) -> Tuple[str, str, str, str]:
+    """The figures' row of panels a CSV row belongs to: (contact model, options, physics_dt,
+    starts' source as ``starts_tag``)."""
+    tag = starts_tag(row.get("starts_source", ""))
+    return (row["contact_model"], row.get("contact_options") or "", dt_key(row["physics_dt"]), tag)
 
 
-def _panel_title(panel: Tuple[str, str, str]) -> str:
-    model, options, dt = panel
-    return model + (f" [{options}]" if options else "") + (f" dt={dt}" if dt else "")
+def _panel_title(panel: Tuple[str, str, str, str]) -> str:
+    model, options, dt, tag = panel
+    return model + (f" [{options}]" if options else "") + (f" dt={dt}" if dt else "") + (f" {tag}" if tag else "")
 
 
 def _series(
-    rows: List[dict], panel: Tuple[str, str, str], horizon: int, estimator: str, keys: Sequence[str]
+    rows: List[dict], panel: Tuple[str, str, str, str], horizon: int, estimator: str, keys: Sequence[str]
 ) -> Dict[str, np.ndarray]:
     """Per level (sorted), the values of ``keys`` of one (panel, horizon, estimator) line."""
     sel = [r for r in rows if _panel_of(r) == panel and int(r["horizon"]) == horizon and r["estimator"] == estimator]
@@ -932,7 +1018,7 @@ def _grid(rows: List[dict]):
     """(panels: one per (contact model, options, physics_dt) of ``rows``, horizons, estimators)."""
     order = list(CONTACT_MODELS)
     panels = {_panel_of(r) for r in rows if r["contact_model"] in CONTACT_MODELS}
-    models = sorted(panels, key=lambda p: (order.index(p[0]), p[1], p[2]))
+    models = sorted(panels, key=lambda p: (order.index(p[0]), *p[1:]))
     horizons = sorted({int(r["horizon"]) for r in rows})
     estimators = [e for e in ESTIMATORS if any(r["estimator"] == e for r in rows)]
     return models, horizons, estimators
@@ -1208,6 +1294,13 @@ def main(argv: Optional[List[str]] = None) -> List[dict]:
     )
     parser.add_argument("--lead-steps", type=int, default=2, help="control steps between a start and its contact event")
     parser.add_argument(
+        "--starts-policy",
+        default=None,
+        metavar="PATH.npz",
+        help="find the starts in episodes of this exported policy (bcg_envs.export, deterministic; e.g. "
+        "assets/policies/BoxPush-v0.npz) instead of the scripted controller's; BoxPush-v0 and PlanarHand-v0",
+    )
+    parser.add_argument(
         "--quick",
         action="store_true",
         help="1 level per model, 4 starts, horizons 1 4, exact and bcg, 2 reference samples",
@@ -1223,10 +1316,17 @@ def main(argv: Optional[List[str]] = None) -> List[dict]:
     try:
         options = parse_contact_options(args.contact_options)
         models = select_models(args.contact_model, args.levels, args.physics_dt, args.quick, options)
+        if args.starts_policy is not None:
+            if args.env not in SCRIPTED:
+                raise ValueError(f"--starts-policy: {args.env} has no contact event; only {list(SCRIPTED)}")
+            if not Path(args.starts_policy).is_file():
+                raise ValueError(f"--starts-policy {args.starts_policy}: no such file")
     except ValueError as e:
         parser.error(str(e))
     read_rows(out_dir)  # fail early on a CSV of another format
-    starts = find_starts(args.env, n, max(horizons), out_dir, args.contact_threshold, args.lead_steps)
+    starts = find_starts(
+        args.env, n, max(horizons), out_dir, args.contact_threshold, args.lead_steps, policy=args.starts_policy
+    )
     print(
         f"{args.env}: {len(starts)} starts ({starts.source}); horizons {horizons}; "
         + "; ".join(f"{_label(m)} levels {list(m.levels)} physics_dt {m.physics_dt or 'task'}" for m in models),

@@ -470,3 +470,105 @@ def test_moreau_sweep_on_box_push_with_options(tmp_path):
         assert r["contact_model"] == "moreau" and r["level"] == "300.0" and r["nonfinite"] == 0
         assert np.isfinite(r["variance"]) and np.isfinite(r["cosine_to_reference"])
     assert gv.main(argv) == []
+
+
+# ----- starts from a trained policy's episodes -------------------------------------------
+def _shipped_policy(env_id="BoxPush-v0"):
+    from bcg_envs.envs.resources import trained_policy_path
+
+    return trained_policy_path(env_id)
+
+
+def test_starts_policy_from_the_command_line(tmp_path, monkeypatch):
+    """``--starts-policy PATH`` reaches ``find_starts`` as ``policy``; without it the
+    scripted starts as before; a missing file or an env without a contact event is refused."""
+    seen = {}
+    monkeypatch.setattr(gv, "find_starts", lambda *a, **k: seen.update(policy=k.get("policy")) or _stub_starts())
+    monkeypatch.setattr(gv, "sweep", lambda *a, **k: [])
+    argv = ["--contact-model", "moreau", "--levels", "300", "--horizons", "1", "--out", str(tmp_path)]
+    path = str(_shipped_policy())
+    assert gv.main([*argv, "--starts-policy", path]) == [] and seen["policy"] == path
+    seen.clear()
+    assert gv.main(argv) == [] and seen["policy"] is None
+    for bad in (["--starts-policy", str(tmp_path / "missing.npz")], ["--env", "G1Jump-v0", "--starts-policy", path]):
+        with pytest.raises(SystemExit):
+            gv.main([*argv, *bad])
+
+
+def test_policy_starts_differ_from_scripted_ones_and_are_cached_apart(tmp_path):
+    """Two starts from the shipped BoxPush policy's episodes and two from the scripted
+    controller's (seeds 0, 1, ..., 2 steps before the first contact > 1 N): other states and
+    actions, other cache files (``_policy-<stem>``), a source naming the policy file; the
+    cache returns the same starts; another env's policy is refused."""
+    policy = _shipped_policy()
+    scripted = gv.find_starts("BoxPush-v0", 2, 1, tmp_path)
+    learned = gv.find_starts("BoxPush-v0", 2, 1, tmp_path, policy=policy)
+    names = sorted(p.name for p in tmp_path.glob("gradient_variance_starts_*.npz"))
+    assert names == [
+        "gradient_variance_starts_n2_T1_lead2_force1.npz",
+        "gradient_variance_starts_n2_T1_lead2_force1_policy-BoxPush-v0.npz",
+    ]
+    assert scripted.source.startswith("scripted episodes") and gv.starts_tag(scripted.source) == ""
+    assert "BoxPush-v0.npz" in learned.source and gv.starts_tag(learned.source) == "policy-BoxPush-v0"
+    assert learned.qpos.shape == scripted.qpos.shape and learned.actions.shape == (2, 1, 2)
+    assert not np.allclose(learned.qpos, scripted.qpos) and not np.allclose(learned.actions, scripted.actions)
+    np.testing.assert_array_equal(learned.task_info["goal"], scripted.task_info["goal"])  # same seeds, same goals
+    again = gv.find_starts("BoxPush-v0", 2, 1, tmp_path, policy=policy)
+    np.testing.assert_array_equal(again.qpos, learned.qpos)
+    np.testing.assert_array_equal(again.actions, learned.actions)
+    assert again.source == learned.source
+    with pytest.raises(ValueError, match="G1Jump-v0"):
+        gv.policy_starts("BoxPush-v0", _shipped_policy("G1Jump-v0"), 1, 1, 1.0, 2)
+    with pytest.raises(ValueError, match="contact event"):
+        gv.find_starts("G1Jump-v0", 1, 1, tmp_path, policy=policy)
+
+
+def test_policy_rows_name_the_policy_and_are_skipped_apart_from_scripted_ones(tmp_path):
+    """Scripted and policy starts into one ``--out``: neither run skips the other's blocks,
+    the rows' ``starts_source`` says which starts (the policy file), the data files differ,
+    a restart of either skips only its own blocks, and old rows count as scripted."""
+    model = _moreau()
+    scripted = dataclasses.replace(_stub_starts(), source="scripted episodes (seeds 0..), 2 steps before ...")
+    policy_source = "policy BoxPush-v0.npz episodes (deterministic; seeds 0..), 2 steps before the first contact > 1 N"
+    learned = dataclasses.replace(_stub_starts(), source=policy_source)
+
+    def run(starts):
+        StubRunner.calls = []
+        kw = dict(reference_samples=2, resamples=20, runner=StubRunner)
+        return gv.sweep("BoxPush-v0", [model], ["exact", "bcg"], starts, (1, 4), tmp_path, **kw)
+
+    assert len(run(scripted)) == 4
+    new = run(learned)
+    assert len(new) == 4 and {r["starts_source"] for r in new} == {policy_source}
+    assert StubRunner.calls == [("runner", "moreau"), ("exact", 300.0), ("reference", 300.0), ("bcg", 300.0)]
+    assert run(scripted) == [] and run(learned) == [] and StubRunner.calls == []
+    rows = gv.read_rows(tmp_path)
+    assert [gv.starts_tag(r["starts_source"]) for r in rows] == [""] * 4 + ["policy-BoxPush-v0"] * 4
+    names = sorted(p.name for p in (tmp_path / "gradient_variance_data").iterdir())
+    assert names == sorted(
+        f"moreau_300.0_{what}_n8{suffix}.npz"
+        for suffix in ("", "_policy-BoxPush-v0")
+        for what in ("exact", "bcg", "reference2")
+    )
+    both = {("moreau", "", "", "300.0", e) for e in ("exact", "bcg")}
+    assert gv.done_blocks(rows[:4], 8, (1, 4)) == gv.done_blocks(rows[4:], 8, (1, 4), "policy-BoxPush-v0") == both
+    assert gv.done_blocks(rows[4:], 8, (1, 4)) == gv.done_blocks(rows[:4], 8, (1, 4), "policy-BoxPush-v0") == set()
+    assert gv.done_blocks(rows, 8, (1, 4), "policy-other") == set()
+    assert gv.starts_tag("") == "" and gv.starts_tag("reference frames 2..5 before touchdown") == ""
+    assert gv._panel_title(gv._panel_of(rows[-1])) == "moreau policy-BoxPush-v0"
+    gv.write_figures(tmp_path)  # one row of panels per start source
+    assert (tmp_path / "gradient_variance_raw.png").stat().st_size > 1000
+
+
+@pytest.mark.integration
+def test_quick_sweep_on_box_push_from_policy_starts(tmp_path):
+    """``--quick`` (penalty model) from the shipped BoxPush policy's starts, after the
+    scripted sweep into the same folder: both measured, rows tell them apart, restarts skip."""
+    argv = ["--quick", "--contact-model", "penalty", "--out", str(tmp_path)]
+    policy = ["--starts-policy", str(_shipped_policy())]
+    assert len(gv.main(argv)) == 4
+    rows = gv.main([*argv, *policy])
+    assert len(rows) == 4 and all("BoxPush-v0.npz" in r["starts_source"] for r in rows)
+    for r in rows:
+        assert r["nonfinite"] == 0 and np.isfinite(r["variance"]) and np.isfinite(r["cosine_to_reference"])
+    assert gv.main(argv) == [] and gv.main([*argv, *policy]) == []
