@@ -14,7 +14,15 @@ from bcg_envs.gradients.config import BundleConfig, samples_for
 from bcg_envs.gradients.estimators import alpha_order_combine
 from bcg_envs.gradients.perturbations import chain_offsets, contact_chain, draw_size, floating_base_dofs, global_sigma
 from bcg_envs.gradients.registry import Estimator, resolve
-from bcg_envs.mujoco_backend.simulation import FD_EPS, FULL_STATE, KIN_FD_EPS, ContactLog, EnvCore, TaskModel
+from bcg_envs.mujoco_backend.simulation import (
+    FD_EPS,
+    FULL_STATE,
+    KIN_FD_EPS,
+    ContactLog,
+    EnvCore,
+    TaskModel,
+    bundle_decision_scalar,
+)
 
 
 # ======================================================================================
@@ -283,6 +291,18 @@ class Stepper:
         self.default_estimator = resolve(shared.spec.estimator)
         self.default_bundle = shared.spec.bundle
         self._configs: Dict[Tuple[Optional[BundleConfig], str], BundleConfig] = {}
+        # The plain step's estimator and config, and its memoized trigger decisions
+        # ((pressing, window) -> (bundles, next window)): hashing the estimator and config
+        # per step costs ~2 us.
+        self._est = self.default_estimator
+        self._cfg = self.config(None, self._est)
+        self._mean = self._cfg.forward == "mean" and self._est.samples
+        #: Whether ``step`` takes ``EnvCore.plain_step`` (identity physics action, affine
+        #: map, public leaves only, no mean forward).
+        self.fused = (
+            shared.physics_action.identity and shared.action_map.affine and shared.program.all_public and not self._mean
+        )
+        self._decisions: Dict[Tuple[bool, int], Tuple[bool, int]] = {}
 
     def config(self, bundle: Optional[BundleConfig], estimator: Estimator) -> BundleConfig:
         """``bundle`` (or the env's) with the env's force threshold and the estimator's
@@ -301,10 +321,21 @@ class Stepper:
         (drawn from the env's seed at reset) and the step count."""
         return np.random.default_rng([cfg.seed, core.episode, int(core.info["step"])])
 
+    def _decide(self, pressing: bool, window: int) -> Tuple[bool, int]:
+        """The plain step's trigger decision (``bundle_decision_scalar``), memoized here."""
+        key = (pressing, window)
+        out = self._decisions.get(key)
+        if out is None:
+            out = self._decisions[key] = bundle_decision_scalar(self._est, pressing, int(window), self._cfg.horizon)
+        return out
+
     def step(self, core: EnvCore, action: np.ndarray):
-        est = self.default_estimator
-        cfg = self.config(None, est)
-        mean = cfg.forward == "mean" and est.samples
+        """(obs, reward, terminated, truncated) of one step of ``core`` (no Jacobians)."""
+        if self.fused:
+            return core.plain_step(action, self._decide, self._cfg)
+        est = self._est
+        cfg = self._cfg
+        mean = self._mean
         clipped, u, log, trig, window, diverged, (start, warm) = _physics(core, action, est, cfg, keep_start=mean)
         if mean and trig and not diverged:
             self.mean_forward(core, start, warm, u, est, cfg, log, self.rng(core, cfg))
