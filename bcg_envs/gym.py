@@ -116,7 +116,8 @@ def check_action(action: Any, shape: tuple, name: str = "action") -> np.ndarray:
         # Fast path of a small float array of the right shape: only the finiteness check,
         # on Python floats (a NumPy ufunc call costs ~10 us between MuJoCo steps, whose
         # work evicts its code and data from the caches; this ~1 us).
-        if all(map(math.isfinite, action.ravel().tolist())):
+        values = action.tolist() if len(shape) == 1 else action.ravel().tolist()
+        if all(map(math.isfinite, values)):
             return action.astype(np.float32)
     arr = np.asarray(action)
     if (

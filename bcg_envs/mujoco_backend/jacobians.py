@@ -330,9 +330,10 @@ class Stepper:
         return out
 
     def step(self, core: EnvCore, action: np.ndarray):
-        """(obs, reward, terminated, truncated) of one step of ``core`` (no Jacobians)."""
+        """(obs, reward, terminated, truncated, info) of one step of ``core`` (no
+        Jacobians); ``info`` is a fresh dict (``EnvCore.info_dict``)."""
         if self.fused:
-            return core.plain_step(action, self._decide, self._cfg)
+            return core.plain_step(action, self)
         est = self._est
         cfg = self._cfg
         mean = self._mean
@@ -341,7 +342,7 @@ class Stepper:
             self.mean_forward(core, start, warm, u, est, cfg, log, self.rng(core, cfg))
         prev = core.finish(diverged, log, trig, window, clipped)
         out = core.evaluate(prev, clipped, core.leaves, core.info)
-        return core.outputs(out)
+        return (*core.outputs(out), core.info_dict())
 
     def mean_forward(
         self,

@@ -6,7 +6,9 @@ from __future__ import annotations
 import copy
 import functools
 import os
-from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
+from array import array
+from math import isfinite
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -14,14 +16,14 @@ import mujoco
 import numpy as np
 from mujoco import rollout as mj_rollout
 
-from bcg_envs.envs.base import STEP_INFO
+from bcg_envs.envs.base import OBS_BOUND, STEP_INFO
 from bcg_envs.gradients.config import BundleConfig
 from bcg_envs.gradients.registry import Estimator
 from bcg_envs.gradients.trigger import bundle_decision
 from bcg_envs.mujoco_backend.task_program import TaskProgram
 from bcg_envs.mujoco_backend.task_spec import TaskSpec
 from bcg_envs.physics import model_fields
-from bcg_envs.physics.divergence import diverged_lists
+from bcg_envs.physics.divergence import MAX_QVEL, diverged_lists
 
 #: Step of the central differences of the control step (tangent coordinates, action).
 FD_EPS = 1e-6
@@ -40,6 +42,7 @@ assert _BAD == list(range(_BAD[0], _BAD[0] + 3))
 _BAD_SLICE = slice(_BAD[0], _BAD[0] + 3)
 #: ``INTEGRATION_STATE`` as an int (converting the enum per call costs ~0.5 us).
 _INTEGRATION = int(INTEGRATION_STATE)
+_FLOAT32 = np.dtype(np.float32)
 
 
 @functools.cache
@@ -412,15 +415,11 @@ class EnvCore:
         self._qpos, self._qvel, self._ctrl = self.d.qpos, self.d.qvel, self.d.ctrl
         self._bad_warnings = self.d.warning.number[_BAD_SLICE]
         self._snap = np.zeros(shared.nint)
-        # ``plain_step``'s contact force scratch and program inputs, allocated once.
-        self._force_buf = np.zeros(6)
-        p = shared.program
-        self._inputs = (np.empty(p.nf, np.float32), np.empty(p.ni, np.int32))
-        self._read = p.reader(self.d)
-        self._read_lists = p.list_reader(self.d) if p.all_public else None
+        self._read = shared.program.reader(self.d)
+        # ``plain_step``'s constants and buffers, built at its first call (``_fused_plan``).
+        self._plan: Optional[tuple] = None
+        self._plan_stepper: Any = None
         self._ints: Optional[list] = None  # what ``plain_step`` last wrote into the int inputs
-        self._int_arg: Any = None  # the int inputs as passed: the NumPy array or a JAX copy
-        self._program: Optional[Callable] = None  # the jitted single-env program, at first use
         self._warn: list = []
         self.prev_data = mujoco.MjData(m)
         self.scratch_data = mujoco.MjData(m)
@@ -598,95 +597,227 @@ class EnvCore:
         truncated = self.info["truncated"] and not done
         return obs, reward, done, truncated
 
-    def plain_step(self, action: np.ndarray, decide: Callable[[bool, int], Tuple[bool, int]], cfg: BundleConfig):
-        """``step`` without Jacobians, fused for the single env: (obs, reward, terminated,
-        truncated). For tasks whose physics action is the identity, whose action map is
-        affine and whose program reads public ``MjData`` fields only (``Stepper.fused``);
-        ``decide(pressing, window)`` is the memoized trigger.
-
-        The values of the general path (``Stepper.step``), bit for bit, in ~50 us less per
-        step on BoxPush (``bcg-envs bench --tables backends``: 3.1x -> 2.0x Pusher-v5's
-        step): the few numbers of the action, the leaves and the program's inputs travel
-        as Python lists (between ``mj_step`` calls, whose work evicts NumPy's code and
-        data from the caches, a NumPy call costs microseconds whatever its size, a ufunc
-        up to ~10 us), the contact points that only the bundle samplers read are not
-        kept, and a step without contacts builds no contact log.
-        """
+    def _fused_plan(self, stepper) -> tuple:
+        """``plain_step``'s constants: views into ``d`` (attribute access on ``MjData``
+        builds a new array per call), the action map's terms, the program's packer and its
+        shared inputs (``TaskProgram.shared_inputs``), the stepper's memoized decisions."""
         s, d = self.s, self.d
-        m = s.model
-        amap = s.action_map
-        if action.dtype == np.float32:
+        p = s.program
+        # Per used leaf: reuse the qpos / qvel / act lists of the divergence check, or a
+        # flat view to read (``TaskProgram.list_reader``).
+        reuse = {"qpos": 0, "qvel": 1, "act": 2}
+        leaves = tuple(
+            (i, reuse.get(leaf.source, 3), getattr(d, leaf.source).reshape(-1)) for i, leaf in p.leaves.items()
+        )
+        shared = p.shared_inputs()
+        if shared is None:  # NumPy inputs, converted by each call
+            fhost, ihost = np.empty(p.nf, np.float32), np.empty(p.ni, np.int32)
+            fargs, iargs = fhost, ihost
+        else:
+            fhost, ihost, fargs, iargs = shared
+        self._ints = None
+        terms = s.action_map.terms
+        n = p.nobs
+        simple_out = not p.task_info_keys and n <= 64
+        return (
+            s.model,
+            d,
+            memoryview(self._ctrl),
+            None if terms is None else tuple(terms),
+            self._snap,
+            memoryview(self._bad_warnings),
+            memoryview(self._qpos),
+            memoryview(self._qvel),
+            memoryview(d.act) if s.na else None,
+            range(s.n_substeps),
+            s.body_of_geom_list,
+            np.zeros(6),
+            stepper._decisions,
+            stepper._decide,
+            stepper._cfg,
+            leaves,
+            p.list_packer(),
+            memoryview(fhost),
+            ihost,
+            fargs,
+            iargs,
+            p.function(False),
+            n,
+            n + 3,
+            n + 3 + len(s.metric_keys),
+            s.metric_keys,
+            simple_out,
+            s.episode_length,
+        )
+
+    @staticmethod
+    def _logged_substeps(m, d, substeps, body, force_buf, start: bool = True) -> Optional[ContactLog]:
+        """``substeps()`` after ``ctrl`` is set, its contact log only where it has contacts;
+        ``start=False``: the step started without contacts (whatever ``d.ncon`` says)."""
+        log = None
+        if start and d.ncon:
+            log = ContactLog(points=False, body=body, buf=force_buf)
+            log.start(m, d)
+        step = mujoco.mj_step
+        for _ in substeps:
+            step(m, d)
+            if d.ncon:
+                if log is None:  # no contacts at the start: start() would record none
+                    log = ContactLog(points=False, body=body, buf=force_buf)
+                log.record(m, d)
+        return log
+
+    def plain_step(self, action: np.ndarray, stepper):
+        """``step`` without Jacobians, fused for the single env: (obs, reward, terminated,
+        truncated, info (a fresh dict)). For tasks whose physics action is the identity,
+        whose action map is affine and whose program reads public ``MjData`` fields only
+        (``Stepper.fused``); ``stepper`` gives the memoized trigger decisions.
+
+        The values of the general path (``Stepper.step``), bit for bit, in ~65 us less per
+        step on BoxPush (``bcg-envs bench --tables backends``: 3.1x -> 1.7x Pusher-v5's
+        step, where ~20 us is the program's JAX call alone): between ``mj_step`` calls,
+        whose work evicts Python's, NumPy's and JAX's code and data from the caches, every
+        call costs several times its warm cost, so the step does as few as it can. The
+        few numbers of the action, the state, the leaves and the program's inputs travel
+        as Python lists (read through ``memoryview``s, and the qpos / qvel lists of the
+        divergence check are the leaves), the program's inputs are written into memory
+        its JAX inputs share (no host transfer per call), the contact points that only
+        the bundle samplers read are not kept, a step without contacts builds no contact
+        log, and an env that has had no contact steps its substeps in one call.
+        """
+        plan = self._plan
+        if plan is None or self._plan_stepper is not stepper:
+            plan = self._plan = self._fused_plan(stepper)
+            self._plan_stepper = stepper
+        (
+            m,
+            d,
+            ctrl,
+            terms,
+            snap,
+            bad,
+            qpos,
+            qvel,
+            act,
+            substeps,
+            body,
+            force_buf,
+            decisions,
+            decide,
+            cfg,
+            leaves,
+            pack,
+            fhost,
+            ihost,
+            fargs,
+            iargs,
+            program,
+            n,
+            n_metrics,
+            n_end,
+            metric_keys,
+            simple_out,
+            episode_length,
+        ) = plan
+        if action.dtype == _FLOAT32:
             # Clipping a float32 in float64 gives the same (float32) value as NumPy's.
             clipped = [-1.0 if x < -1.0 else (1.0 if x > 1.0 else x) for x in action.tolist()]
         else:
             clipped = np.minimum(np.maximum(action, -1.0), 1.0).astype(np.float32).tolist()
-        if amap.terms is not None:
-            self._ctrl[:] = [c + clipped[k] * w for c, k, w in amap.terms]
+        if terms is not None:
+            ctrl[:] = array("d", [c + clipped[k] * w for c, k, w in terms])
         else:
-            self._ctrl[:] = amap(np.array(clipped, np.float32))
+            self._ctrl[:] = self.s.action_map(np.array(clipped, np.float32))
         # begin(), substeps() and trigger()
-        mujoco.mj_getState(m, d, self._snap, _INTEGRATION)
-        self._warn = self._bad_warnings.tolist()
-        log = None
-        if d.ncon:
-            log = ContactLog(points=False, body=s.body_of_geom_list, buf=self._force_buf)
-            log.start(m, d)
-        step = mujoco.mj_step
-        for _ in range(s.n_substeps):
-            step(m, d)
-            if d.ncon:
-                if log is None:  # no contacts at the start: start() would record none
-                    log = ContactLog(points=False, body=s.body_of_geom_list, buf=self._force_buf)
-                log.record(m, d)
-        events = log is not None and log.events
+        mujoco.mj_getState(m, d, snap, _INTEGRATION)
+        self._warn = warn = bad.tolist()
+        if d.maxuse_con:
+            log = self._logged_substeps(m, d, substeps, body, force_buf)
+        else:
+            # No contact since this data was made: all substeps in one call (as Gymnasium's
+            # MuJoCo envs step), no log. A step that meets a contact (the peak contact
+            # count rises; MuJoCo's own resets keep it) is redone substep by substep from
+            # its start, for its log: the same step (``mj_setState`` of the integration
+            # state restores everything ``mj_step`` reads), and the warning counters as
+            # the first pass left them (the second pass counts its warnings again).
+            log = None
+            mujoco.mj_step(m, d, len(substeps))
+            if d.maxuse_con:
+                warning = d.warning
+                counts, lastinfo = warning.number.copy(), warning.lastinfo.copy()
+                mujoco.mj_setState(m, d, snap, _INTEGRATION)
+                log = self._logged_substeps(m, d, substeps, body, force_buf, start=False)
+                warning.number[:], warning.lastinfo[:] = counts, lastinfo
+        events = log is not None and bool(log.events)
         info = self.info
-        trig, window = decide(bool(events) and bool(log.pressing(cfg)), info["bundle_window"])
-        # diverged(), inlined
-        diverged = self._bad_warnings.tolist() != self._warn or diverged_lists(
-            self._qpos.tolist(), self._qvel.tolist(), d.act.tolist() if s.na else ()
-        )
+        key = (events and bool(log.pressing(cfg)), info["bundle_window"])
+        trig, window = decisions.get(key) or decide(*key)
+        # diverged(), inlined: the sums are a fast exact test of the common case (a sum of
+        # |qvel| below the bound bounds every entry; a finite sum has finite terms).
+        qp, qv = qpos.tolist(), qvel.tolist()
+        av = act.tolist() if act is not None else []
+        if bad.tolist() != warn:
+            diverged = True
+        elif isfinite(sum(qp)) and sum(map(abs, qv)) < MAX_QVEL and isfinite(sum(av)):
+            diverged = False
+        else:
+            diverged = diverged_lists(qp, qv, av)
         # finish()
         prev = self._leaf_lists
         if prev is None:
             prev = {i: v.reshape(-1).tolist() for i, v in self._leaves.items()}
         if diverged:
-            mujoco.mj_setState(m, d, self._snap, INTEGRATION_STATE)
+            mujoco.mj_setState(m, d, snap, _INTEGRATION)
             mujoco.mj_forward(m, d)
-            d.warning.number[_BAD_SLICE] = self._warn
+            d.warning.number[_BAD_SLICE] = warn
             data = prev
         else:
             mujoco.mj_kinematics(m, d)
             mujoco.mj_comPos(m, d)
-            data = self._read_lists()
+            state = (qp, qv, av)
+            data = {i: state[j] if j < 3 else view.tolist() for i, j, view in leaves}
         self._leaves, self._leaf_lists = None, data
         info["step"] += 1
         info["bundle_window"] = int(window)
         info["bundled"] = bool(trig)
-        info["sim_diverged"] = bool(diverged)
+        info["sim_diverged"] = diverged
         if events:
             info["max_contact_force"] = float(np.float32(log.max_force))
             info["max_contact_rise"] = float(np.float32(log.max_rise))
         else:  # both are 0.0 without contact events
             info["max_contact_force"] = info["max_contact_rise"] = 0.0
         info["bundle_dropped"], info["bundle_alpha"] = 0, 1.0
-        p = s.program
-        fvec, ivec = self._inputs
-        floats, ints = p.pack_lists(prev, clipped, data, info)
-        fvec[:] = floats
+        floats, ints = pack(prev, clipped, data, info)
+        # array("f") rounds as NumPy's float32 cast does (inf beyond the range, no error).
+        fhost[:] = array("f", floats)
         if ints != self._ints:
-            ivec[:] = self._ints = ints
-            self._int_arg = ivec
-        elif self._int_arg is ivec:
-            # Int inputs (sim_diverged, counters) that repeat go in as a JAX array: ~1.5 us
-            # less per call than converting the NumPy one each time.
-            self._int_arg = jax.device_put(ivec.copy())
-        if self._program is None:
-            self._program = p.function(False)
-        obs, reward, done, self.metrics, updates = p.unpack_one(np.asarray(self._program(fvec, self._int_arg)))
+            ihost[:] = self._ints = ints
+        out = program(fargs, iargs)
+        if simple_out:  # ``TaskProgram.unpack_one`` inlined
+            # The output's buffer (which waits for the result) as float32, to a list:
+            # ``np.asarray(out).tolist()``'s values through a few Python frames less.
+            values = memoryview(out).cast("B").cast("f").tolist()
+            lo, hi = -OBS_BOUND, OBS_BOUND  # float32 values: clipping a float32 in float64 is exact
+            obs = np.array([lo if x < lo else (hi if x > hi else x) for x in values[:n]], np.float32)
+            reward, done = values[n], values[n + 1] > 0.5
+            self.metrics = metrics = dict(zip(metric_keys, values[n_metrics:n_end]))
+            info["is_success"] = values[n + 2] > 0.5
+        else:
+            obs, reward, done, metrics, updates = self.s.program.unpack_one(np.asarray(out))
+            self.metrics = metrics
+            info.update(updates)
         self.obs = obs
-        info.update(updates)
-        truncated = info["truncated"] = info["step"] >= s.episode_length
-        return obs, reward, done, truncated and not done
+        truncated = info["truncated"] = info["step"] >= episode_length
+        # info_dict(), inlined
+        if self._array_keys_of is not info or len(info) != self._array_keys_len:
+            self._array_keys = [k for k, v in info.items() if isinstance(v, np.ndarray)]
+            self._array_keys_of, self._array_keys_len = info, len(info)
+        result = info | metrics
+        for k in self._array_keys:
+            v = result[k]
+            if isinstance(v, np.ndarray):
+                result[k] = v.copy()
+        return obs, reward, done, truncated and not done, result
 
     # ----- trigger logic (``bcg_envs.gradients.trigger``, shared with the MJX step) -------
     def trigger(self, estimator: Estimator, cfg: BundleConfig, log: ContactLog) -> Tuple[bool, int]:
