@@ -274,7 +274,28 @@ def _sweeps(env: str, lines: Sequence[str]) -> str:
 
 
 #: The commands of the other results on the page.
+#: The decomposition sweep under the authors' contact model, in the order it runs.
+_DECOMPOSITION_OPTIONS = (
+    "midpoint=False",
+    "contact_margin=0.005",
+    "friction=regularized",
+    "prox_iterations=3",
+    "prox_iterations=50",
+    "implicit_damping=False",
+    "step_cap=False",
+)
+_DECOMPOSITION = "--horizons 1 8 32 64 --out baselines/results/BoxPush-v0/moreau_decomposition"
+_GV_BOX = "python -m baselines.gradient_variance --env BoxPush-v0"
+
 COMMANDS = {
+    "decomposition:BoxPush-v0": (
+        f"{_GV_BOX} --contact-model moreau --estimators exact bcg bundle \\\n    {_DECOMPOSITION}\n"
+        f"for option in {' '.join(_DECOMPOSITION_OPTIONS)}; do\n"
+        f"  {_GV_BOX} --contact-model moreau --levels moreau=300 --estimators exact bcg \\\n"
+        f"      {_DECOMPOSITION} --contact-options $option\ndone\n"
+        f"{_GV_BOX} --contact-model moreau --levels moreau=300 --estimators exact bcg \\\n"
+        f"    {_DECOMPOSITION} --physics-dt 0.002"
+    ),
     "contact_events": "python -m baselines.contact_events",
     "contact_events_penalty": "for kappa in 50 100 300 500; do\n  python -m baselines.contact_events --env PlanarHand-v0 "
     "BoxPush-v0 --contact-model penalty --kappa $kappa\ndone",
