@@ -64,6 +64,7 @@ def test_resting_box_is_one_event_carrying_its_weight_with_no_rise(box):
     assert np.abs(np.asarray(report.rise)).max() < 0.05 * WEIGHT
 
 
+@pytest.mark.integration  # ~90 s: two compiles of a stepped box; the default tier keeps the event tests
 @pytest.mark.parametrize("trigger", ["force", "onset"])
 def test_force_trigger_fires_on_a_steady_press_onset_only_on_impact(box, trigger):
     model, qpos, qvel = box

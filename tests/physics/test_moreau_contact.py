@@ -435,6 +435,7 @@ TOY_BALL_XML = (
 )
 
 
+@pytest.mark.integration  # ~55 s: compiles a bcg step
 def test_bcg_trigger_reads_the_moreau_normal_force_of_a_resting_ball(make_toy_env):
     """A 1 kg ball resting on the floor for 1 s: ``info["max_contact_force"]`` (the event
     force the bundle trigger reads, from ``efc_force``) carries its weight, so the trigger

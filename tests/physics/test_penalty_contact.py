@@ -90,6 +90,7 @@ def test_a_dropped_ball_lands_and_rests_on_the_floor(physics):
     assert np.all(np.diff(z[:10]) < 0)  # fell first
 
 
+@pytest.mark.integration  # ~55 s: a long rollout compile
 def test_a_sliding_box_stops_after_the_coulomb_distance(physics):
     """Kinetic friction mu m g decelerates a sliding box at mu g: it stops after
     v0^2 / (2 mu g) (0.102 m from 1 m/s at mu 0.5)."""
