@@ -188,6 +188,22 @@ COMPARISONS: Dict[str, Comparison] = {
         _box_131k("penalty_k30000", "shac_exact shac_bcg sb3_ppo", "0 1 2"),
         _box_131k("penalty_k30000_h64", "shac_exact shac_bcg", "0 1 2"),
         Comparison(
+            "BoxPush-v0/moreau_k300",
+            _BOX,
+            2_097_152,
+            16,
+            _loop(
+                _BOX,
+                "shac_exact shac_bcg sb3_ppo",
+                "0 1 2",
+                2_097_152,
+                16,
+                "BoxPush-v0/moreau_k300",
+                _CFG + "BoxPush-v0.moreau_k300.json",
+            ),
+            _CFG + "BoxPush-v0.moreau_k300.json",
+        ),
+        Comparison(
             "G1Jump-v0/cpu_budget",
             "G1Jump-v0",
             262_144,
@@ -284,6 +300,9 @@ _DECOMPOSITION_OPTIONS = (
     "implicit_damping=False",
     "step_cap=False",
 )
+#: The same sweep's penalty-model variants: no Baumgarte term, a 100x wider friction
+#: regularization.
+_PENALTY_OPTIONS = ("baumgarte=0", "slip_velocity=0.1")
 _DECOMPOSITION = "--horizons 1 8 32 64 --out baselines/results/BoxPush-v0/moreau_decomposition"
 _GV_BOX = "python -m baselines.gradient_variance --env BoxPush-v0"
 
@@ -294,7 +313,12 @@ COMMANDS = {
         f"  {_GV_BOX} --contact-model moreau --levels moreau=300 --estimators exact bcg \\\n"
         f"      {_DECOMPOSITION} --contact-options $option\ndone\n"
         f"{_GV_BOX} --contact-model moreau --levels moreau=300 --estimators exact bcg \\\n"
-        f"    {_DECOMPOSITION} --physics-dt 0.002"
+        f"    {_DECOMPOSITION} --physics-dt 0.002\n"
+        f"{_GV_BOX} --contact-model penalty --levels penalty=300 --estimators exact bcg \\\n"
+        f"    {_DECOMPOSITION}\n"
+        f"for option in {' '.join(_PENALTY_OPTIONS)}; do\n"
+        f"  {_GV_BOX} --contact-model penalty --levels penalty=300 --estimators exact bcg \\\n"
+        f"      {_DECOMPOSITION} --contact-options $option\ndone"
     ),
     "contact_events": "python -m baselines.contact_events",
     "contact_events_penalty": "for kappa in 50 100 300 500; do\n  python -m baselines.contact_events --env PlanarHand-v0 "
@@ -787,6 +811,33 @@ class Page:
             return "(One seed per algorithm: no seed-level interval.)"
         return seed_table(runs)
 
+    def run_table(self, key: str) -> str:
+        """One row per complete run, scored at the budget: its seed, final success and
+        return, and SHAC's counters over the whole run (actor updates skipped because the
+        gradient was non-finite or above ``max_grad_norm``; training env steps whose
+        gradient ``bcg`` bundled). "—" where a learner has no such counter."""
+        c = COMPARISONS[key]
+        budgets = c.budgets()
+        lines = [
+            "| algorithm | seed | final success (%) | final return | skipped actor updates "
+            "| bundled training steps (%) |",
+            "|---|---|---|---|---|---|",
+        ]
+        found = []
+        for path in c.path.glob("*_seed*.csv"):
+            algo, seed = path.stem.rsplit("_seed", 1)
+            rows = compare.read_rows(path)
+            if algo in budgets and rows and rows[-1]["env_steps"] >= compare.COMPLETE * budgets[algo]:
+                found.append((algo, int(seed), compare.at_budget({algo: [rows]}, budgets)[algo][0][-1]))
+        for algo, seed, last in sorted(found, key=lambda f: (f[0], f[1])):
+            skipped, bundled = float(last["skipped_updates"]), float(last["bundled_fraction"])
+            lines.append(
+                f"| {algo} | {seed} | {_pct(float(last['eval_success']))} | {float(last['eval_return']):.1f} "
+                f"| {f'{skipped:.0f}' if math.isfinite(skipped) else '—'} "
+                f"| {_pct(bundled) if math.isfinite(bundled) else '—'} |"
+            )
+        return "\n".join(lines)
+
     def rliable_text(self, key: str) -> str:
         return rliable_table(self.runs(key)[1])
 
@@ -828,6 +879,7 @@ class Page:
             "table": self.table,
             "seeds": self.seeds_table,
             "rliable": self.rliable_text,
+            "runs": self.run_table,
             "figure": self.figure,
             "file": self.file,
             "final_scores": final_scores_table,

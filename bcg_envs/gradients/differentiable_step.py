@@ -50,6 +50,7 @@ from bcg_envs.gradients.perturbations import (
     floating_base_dofs,
     global_sampler,
     global_sigma,
+    sampled_contacts,
 )
 from bcg_envs.gradients.registry import Estimator, resolve
 from bcg_envs.gradients.trigger import bundle_decision
@@ -195,7 +196,7 @@ class DifferentiableStep:
         if self.estimator.contact_local:
             force, points, geoms = contact.force, contact.points, contact.geoms
             pressing = self._pressing(contact)
-            active = jnp.where(jnp.any(pressing), pressing, force > 0)
+            active = sampled_contacts(pressing, force)
             bodies = jnp.asarray(self._body_of_geom)[jnp.maximum(geoms, 0)]
             jac = contact_jacobian(self.physics.model, bodies, data0, points, active & jnp.all(geoms >= 0, axis=1))
             perturbable = None if cfg.perturb_base else ~floating_base_dofs(self.physics.mj_model)

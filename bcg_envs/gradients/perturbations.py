@@ -148,6 +148,15 @@ def chain_offsets(
     return dq, dqvel
 
 
+def sampled_contacts(pressing: Any, force: Any, xp: Any = jnp) -> Any:
+    """Mask of the contacts whose chains the contact-local sampler perturbs, one rule for
+    both backends: those whose event fires the ``bcg`` trigger (``pressing``), or, at a
+    step where none does (a step later in a triggered window, or an estimator that bundles
+    every contact step), every contact with a positive normal force (``force``, N)."""
+    pressing = xp.asarray(pressing, dtype=bool)
+    return xp.where(xp.any(pressing), pressing, xp.asarray(force) > 0)
+
+
 def contact_sampler(
     jacobian: jnp.ndarray,
     active: jnp.ndarray,

@@ -12,7 +12,14 @@ import numpy as np
 from bcg_envs.envs.base import Jacobians
 from bcg_envs.gradients.config import BundleConfig, samples_for
 from bcg_envs.gradients.estimators import alpha_order_combine
-from bcg_envs.gradients.perturbations import chain_offsets, contact_chain, draw_size, floating_base_dofs, global_sigma
+from bcg_envs.gradients.perturbations import (
+    chain_offsets,
+    contact_chain,
+    draw_size,
+    floating_base_dofs,
+    global_sigma,
+    sampled_contacts,
+)
 from bcg_envs.gradients.registry import Estimator, resolve
 from bcg_envs.mujoco_backend.simulation import (
     FD_EPS,
@@ -119,8 +126,8 @@ def _contact_sampler(core: EnvCore, log: ContactLog, cfg: BundleConfig, rng: np.
     m, d0 = s.model, core.prev_data
     contacts = list(log.best.values())
     events = log.pressing(cfg)
-    pressing = [c for c in contacts if c[3] in events]
-    active = pressing if pressing else [c for c in contacts if c[0] > 0]
+    mask = sampled_contacts([c[3] in events for c in contacts], [c[0] for c in contacts], xp=np)
+    active = [c for c, on in zip(contacts, mask) if on]
     rows = []
     jp1, jp2 = np.zeros((3, s.nv)), np.zeros((3, s.nv))
     for force, point, (g1, g2), _ in active:

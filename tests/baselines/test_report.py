@@ -171,3 +171,42 @@ def test_rliable_iqm_and_probability_of_improvement_match_hand_computation():
 def test_rliable_table_is_deterministic():
     runs = _runs_with_final_success({"brax_ppo": [0.1, 0.2, 0.0], "shac_bcg": [0.3, 0.5, 0.2]})
     assert report.rliable_table(runs) == report.rliable_table(runs)
+
+
+def test_run_table_lists_complete_runs_with_their_counters(tmp_path, monkeypatch):
+    """One row per run that reached its budget, by algorithm and seed; SHAC's skipped
+    updates and bundled fraction at the budget; "—" for PPO's missing counters."""
+    key = "BoxPush-v0/fake"
+    comparison = report.Comparison(key, "BoxPush-v0", 4096, 2, "true")
+    monkeypatch.setattr(report, "RESULTS", tmp_path)
+    monkeypatch.setitem(report.COMPARISONS, key, comparison)
+    budget = comparison.budgets()["shac_exact"]
+
+    def write(name, rows):
+        path = tmp_path / key / f"{name}.csv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lines = [",".join(compare.CSV_FIELDS)]
+        lines += [",".join(str(r.get(f, "nan")) for f in compare.CSV_FIELDS) for r in rows]
+        path.write_text("\n".join(lines) + "\n")
+
+    base = dict(sim_steps=0, wall_clock=1.0, eval_length=200, eval_episodes=64)
+    write(
+        "shac_exact_seed10",
+        [
+            dict(base, env_steps=0, eval_return=200.0, eval_success=0.0, skipped_updates=0, bundled_fraction=0.0),
+            dict(
+                base, env_steps=budget, eval_return=250.0, eval_success=0.25, skipped_updates=3, bundled_fraction=0.04
+            ),
+            dict(
+                base, env_steps=2 * budget, eval_return=999.0, eval_success=1.0, skipped_updates=9, bundled_fraction=0.5
+            ),
+        ],
+    )
+    write("shac_exact_seed2", [dict(base, env_steps=budget // 2, eval_return=1.0, eval_success=0.0)])
+    write("sb3_ppo_seed0", [dict(base, env_steps=comparison.budgets()["sb3_ppo"], eval_return=260.0, eval_success=0.5)])
+
+    table = report.Page().run_table(key).splitlines()
+    assert table[2:] == [
+        "| sb3_ppo | 0 | 50.0 | 260.0 | — | — |",
+        "| shac_exact | 10 | 25.0 | 250.0 | 3 | 4.0 |",
+    ]

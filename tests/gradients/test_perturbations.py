@@ -14,6 +14,7 @@ from bcg_envs.gradients.perturbations import (
     contact_sampler,
     draw_size,
     floating_base_dofs,
+    sampled_contacts,
 )
 
 LEFT_LEG = (
@@ -130,3 +131,15 @@ def test_both_backends_draw_the_same_distribution(standing, space):
     for dq in (dq_jax, dq_np):
         assert np.all(dq[:, chain.chain == 0] == 0)
         np.testing.assert_allclose(dq.T @ dq / n, want, atol=0.1 * scale)
+
+
+@pytest.mark.parametrize("xp", [np, jnp], ids=["numpy", "jax"])
+def test_sampled_contacts_is_one_rule_on_both_array_modules(xp):
+    """Pressing contacts where any presses; otherwise every contact with a positive force."""
+    force = [0.0, 3.0, 12.0, 0.5]
+    some = np.asarray(sampled_contacts([False, False, True, False], force, xp=xp))
+    none = np.asarray(sampled_contacts([False] * 4, force, xp=xp))
+    empty = np.asarray(sampled_contacts([], [], xp=xp))
+    assert some.tolist() == [False, False, True, False]
+    assert none.tolist() == [False, True, True, True]
+    assert empty.shape == (0,)
