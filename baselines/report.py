@@ -300,9 +300,10 @@ _DECOMPOSITION_OPTIONS = (
     "implicit_damping=False",
     "step_cap=False",
 )
-#: The same sweep's penalty-model variants: no Baumgarte term (the pusher-box contact is
-#: frictionless, so the penalty model's friction settings are inert on BoxPush).
-_PENALTY_OPTIONS = ("baumgarte=0",)
+#: The same sweep's penalty-model variants: the Baumgarte term at 0, 1/4 and 1/2 of its
+#: default (the pusher-box contact is frictionless, so the penalty model's friction settings
+#: are inert on BoxPush).
+_PENALTY_OPTIONS = ("baumgarte=0", "baumgarte=0.05", "baumgarte=0.1")
 _DECOMPOSITION = "--horizons 1 8 32 64 --out baselines/results/BoxPush-v0/moreau_decomposition"
 _GV_BOX = "python -m baselines.gradient_variance --env BoxPush-v0"
 
@@ -314,10 +315,10 @@ COMMANDS = {
         f"      {_DECOMPOSITION} --contact-options $option\ndone\n"
         f"{_GV_BOX} --contact-model moreau --levels moreau=300 --estimators exact bcg \\\n"
         f"    {_DECOMPOSITION} --physics-dt 0.002\n"
-        f"{_GV_BOX} --contact-model penalty --levels penalty=300 --estimators exact bcg \\\n"
+        f"{_GV_BOX} --contact-model penalty --levels penalty=300 --estimators exact \\\n"
         f"    {_DECOMPOSITION}\n"
         f"for option in {' '.join(_PENALTY_OPTIONS)}; do\n"
-        f"  {_GV_BOX} --contact-model penalty --levels penalty=300 --estimators exact bcg \\\n"
+        f"  {_GV_BOX} --contact-model penalty --levels penalty=300 --estimators exact \\\n"
         f"      {_DECOMPOSITION} --contact-options $option\ndone"
     ),
     "contact_events": "python -m baselines.contact_events",

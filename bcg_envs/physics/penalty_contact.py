@@ -65,7 +65,8 @@ class PenaltyContact:
     Attributes:
       kappa: sigmoid sharpness (1/m); the activation rises from 12 % to 88 % over a
         penetration band of 4 / kappa (1.3 cm at 300). Larger is stiffer.
-      baumgarte: fraction of the penetration pushed out per substep.
+      baumgarte: fraction of the penetration pushed out per substep, in [0, 1]; 0 only
+        stops the approach (no push-out term, as the BCG authors' impulses).
       slip_velocity: friction regularization ``eps`` (m/s): below it Coulomb friction
         scales down with the slip speed.
     """
@@ -79,10 +80,12 @@ class PenaltyContact:
             value = getattr(self, name)
             if isinstance(value, jax.core.Tracer):
                 continue  # a traced stiffness (``Physics.with_contact_stiffness``), checked by its caller
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value) or value <= 0:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+                raise ValueError(f"{name} must be a finite number, got {value!r}")
+            if name == "baumgarte" and not 0 <= value <= 1:
+                raise ValueError(f"baumgarte must be in [0, 1], got {value!r}")
+            if name != "baumgarte" and value <= 0:
                 raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-        if self.baumgarte > 1:
-            raise ValueError(f"baumgarte must be in (0, 1], got {self.baumgarte!r}")
 
 
 def disable_constraint_contacts(mj_model: mujoco.MjModel) -> None:

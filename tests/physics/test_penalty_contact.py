@@ -186,3 +186,35 @@ def test_g1_stands_on_the_penalty_floor():
     assert up[8] > 0.98
     feet = np.asarray(physics.contact_normal_forces(d))
     assert feet.sum() == pytest.approx(float(np.sum(model.body_mass)) * G, rel=0.1)  # carries the robot
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        (dict(kappa=0.0), "kappa must be a positive"),
+        (dict(slip_velocity=-1e-3), "slip_velocity must be a positive"),
+        (dict(baumgarte=-0.1), r"baumgarte must be in \[0, 1\]"),
+        (dict(baumgarte=1.5), r"baumgarte must be in \[0, 1\]"),
+        (dict(baumgarte=float("nan")), "baumgarte must be a finite number"),
+    ],
+)
+def test_bad_parameters_name_the_argument(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        PenaltyContact(**kwargs)
+
+
+def test_baumgarte_zero_stops_the_approach_without_pushing_out():
+    """A ball at rest 5 mm into the floor, one 2 ms substep: without the Baumgarte term the
+    impulse only cancels the approach (gravity's h g at most, scaled by the activation), so
+    the ball does not rise; with 0.2 it is pushed out at ~0.2 p / h (0.5 m/s) times the
+    activation sigmoid(300 * 0.005) = 0.82."""
+    qpos, qvel = start(ball_z=0.045)
+    rise = {}
+    for beta in (0.0, 0.2):
+        model = mujoco.MjModel.from_xml_string(TOY_XML)
+        disable_constraint_contacts(model)
+        physics = Physics(model, 1, PenaltyContact(kappa=300.0, baumgarte=beta))
+        d = physics.make_data(jnp.asarray(qpos), jnp.asarray(qvel))
+        rise[beta] = float(jax.jit(lambda d: physics.control_step(d, jnp.zeros(0)))(d).qvel[8])
+    assert -G * 0.002 <= rise[0.0] <= 0.0
+    assert rise[0.2] == pytest.approx(0.82 * 0.2 * 0.005 / 0.002 + rise[0.0], rel=0.1)
