@@ -690,6 +690,32 @@ def decomposition_table(sweep: str, model: str, level: str) -> str:
     return "\n".join(lines)
 
 
+def starts_table(sweep: str, model: str, level: str) -> str:
+    """One row per source of start states of ``model`` as built at stiffness ``level`` in
+    ``<sweep>/gradient_variance.csv``: the scripted controller's episodes first, then each
+    policy's (``--starts-policy``); the columns of ``gradient_table``."""
+    from baselines import gradient_variance as gv
+
+    rows = [
+        r
+        for r in gv.read_rows(RESULTS / sweep)
+        if r["contact_model"] == model and float(r["level"]) == float(level) and not r.get("contact_options")
+    ]
+    rows = [r for r in rows if r.get("physics_dt") == rows[0].get("physics_dt")] if rows else rows
+    sources: List[str] = []
+    for r in rows:
+        tag = gv.starts_tag(r.get("starts_source"))
+        if tag not in sources:
+            sources.append(tag)
+    sources.sort(key=bool)  # the scripted starts first
+    lines = _gradient_head("starts from", [])
+    for tag in sources:
+        block = [r for r in rows if gv.starts_tag(r.get("starts_source")) == tag]
+        label = f"`{tag}`" if tag else "scripted controller"
+        lines.append("| " + " | ".join([label] + _gradient_cells(block, [])) + " |")
+    return "\n".join(lines)
+
+
 def contact_events_table(model: str) -> str:
     from baselines import contact_events
 
@@ -887,6 +913,7 @@ class Page:
             "tuning": tuning_table,
             "gradient": gradient_table,
             "decomposition": decomposition_table,
+            "starts": starts_table,
             "gradient_figures": self.gradient_figures,
             "contact_events": contact_events_table,
             "friction": friction_tables,

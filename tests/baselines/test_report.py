@@ -210,3 +210,38 @@ def test_run_table_lists_complete_runs_with_their_counters(tmp_path, monkeypatch
         "| sb3_ppo | 0 | 50.0 | 260.0 | — | — |",
         "| shac_exact | 10 | 25.0 | 250.0 | 3 | 4.0 |",
     ]
+
+
+def test_starts_table_puts_the_scripted_starts_first_and_keeps_sources_apart(tmp_path, monkeypatch):
+    from baselines import gradient_variance as gv
+
+    def row(source, estimator, horizon, variance):
+        r = {c: "" for c in gv.COLUMNS}
+        r.update(
+            env="BoxPush-v0",
+            contact_model="moreau",
+            level="300.0",
+            estimator=estimator,
+            horizon=str(horizon),
+            starts="8",
+            variance=str(variance),
+            variance_lo=str(variance),
+            variance_hi=str(variance),
+            variance_ratio="0.5",
+            ratio_lo="0.5",
+            ratio_hi="0.5",
+            cosine_to_reference="0.5",
+            bundled_fraction="0.1",
+            starts_source=source,
+        )
+        return r
+
+    policy = "policy p.npz episodes (deterministic; seeds 0..), 2 steps before the first contact > 1 N"
+    scripted = "scripted episodes (seeds 0..), 2 steps before the first contact > 1 N"
+    rows = [row(policy, "exact", h, 7.0) for h in (8, 32, 64)] + [row(scripted, "exact", h, 3.0) for h in (8, 32, 64)]
+    gv.append_rows(rows, tmp_path / "sweep")
+    monkeypatch.setattr(report, "RESULTS", tmp_path)
+    lines = report.starts_table("sweep", "moreau", "300").splitlines()
+    assert lines[2].startswith("| scripted controller | 8 | 3 | 3 | 3 |")
+    assert lines[3].startswith(f"| `{gv.starts_tag(policy)}` | 8 | 7 | 7 | 7 |")
+    assert len(lines) == 4
