@@ -352,6 +352,16 @@ COMMANDS = {
             "--contact-model mujoco --estimators exact bcg",
         ),
     ),
+    "gradient:G1Jump-v0/moreau": _sweeps(
+        "G1Jump-v0",
+        (
+            "--contact-model moreau --levels moreau=300 moreau=50 --estimators exact "
+            "--out baselines/results/G1Jump-v0/moreau",
+            "--contact-model moreau --levels moreau=100 moreau=1000 moreau=3000 --estimators exact "
+            "--out baselines/results/G1Jump-v0/moreau",
+            "--contact-model moreau --levels moreau=300 --estimators bcg --out baselines/results/G1Jump-v0/moreau",
+        ),
+    ),
     "references": "python -m baselines.report --references",
 }
 
