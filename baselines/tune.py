@@ -15,8 +15,14 @@ trains once with the protocol of ``baselines.compare`` (same evaluation episodes
 deterministic policy). A setting is scored by its final success rate, ties broken by the
 mean return of its last two evaluations. Runs go to ``<out>/<algo>/<setting>_seed<s>.csv``
 and resume like the comparison's (finished settings are skipped); ``<out>/tuning.md`` lists
-every setting's score and marks the best per algorithm. The chosen settings are copied
-into ``baselines/configs/<env>.json`` by hand, with the table in the results README.
+every setting's score and marks the best per algorithm. The finals take the winners mechanically: ``--write-finals DIR`` trains nothing and
+writes ``DIR/<env>.<algo>.json`` per algorithm whose grid is complete (every setting at
+the budget): the base config with the winning setting applied and a note naming it, its
+score and the runner-up's (``finals_configs``).
+
+    python -m baselines.tune --env BoxPush-v0 --grids baselines/configs/tuning/equal_effort.json \
+        --algos sb3_ppo shac_exact --out baselines/results/BoxPush-v0/grid \
+        --write-finals baselines/configs/finals
 """
 
 from __future__ import annotations
@@ -106,6 +112,60 @@ def tune(
     return table
 
 
+def finals_configs(
+    env_id: str,
+    algos: List[str],
+    steps: int,
+    seed: int,
+    out_dir: Path,
+    dest: Path,
+    grids_path: Path = GRIDS,
+    config_path: Optional[Path] = None,
+) -> Dict[str, Path]:
+    """Write ``dest/<env>.<algo>.json`` for each of ``algos``: the config its grid's best
+    setting trained with (``score``: final success, then return), with a ``note`` naming
+    the setting, the grid and the scores. ValueError, writing nothing, when a setting of an
+    algorithm's grid has not reached ``steps`` in ``out_dir`` (a winner is only chosen
+    from a complete grid)."""
+    base = compare.load_config(env_id, config_path)
+    grids = json.loads(Path(grids_path).read_text())
+    chosen = {}
+    for algo in algos:
+        section = compare.config_section(algo)
+        grid = grids.get(algo, grids.get(section))
+        if grid is None:
+            raise ValueError(f"{grids_path} has no grid for {algo!r} (nor its config section {section!r})")
+        scored = []
+        for setting in settings(grid):
+            path = out_dir / algo / f"{setting_name(setting)}_seed{seed}.csv"
+            if not compare.is_complete(path, steps):
+                raise ValueError(f"{algo}'s grid is not complete: {path} has not reached {steps:,} env steps")
+            scored.append((score(compare.read_rows(path)), setting))
+        ranked = sorted(range(len(scored)), key=lambda i: scored[i][0], reverse=True)
+        best, runner_up = scored[ranked[0]], scored[ranked[1]] if len(ranked) > 1 else None
+        cfg = json.loads(json.dumps(base))
+        cfg[section].update(best[1])
+        compare.validate_config(cfg, env_id, [algo])
+
+        def text(entry) -> str:
+            (success, ret), setting = entry
+            return f"{setting_name(setting)} (final success {100 * success:.1f} %, return {ret:.1f})"
+
+        cfg["note"] = (
+            f"{algo}'s finals config on {env_id}, written by baselines.tune --write-finals from its "
+            f"equal-effort grid ({Path(grids_path).name}, {len(scored)} settings, {steps:,} env steps, seed {seed}, "
+            f"results in {out_dir}): the best setting by final success, then return, "
+            f"{text(best)}" + (f"; runner-up {text(runner_up)}" if runner_up else "") + "."
+        )
+        chosen[algo] = cfg
+    dest.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for algo, cfg in chosen.items():
+        written[algo] = dest / f"{env_id}.{algo}.json"
+        written[algo].write_text(json.dumps(cfg, indent=2) + "\n")
+    return written
+
+
 def tuning_table(out_dir: Path, plans, seed: int) -> str:
     lines = [
         "| algorithm | setting | final success [95% CI] | return (last 2 evals) | env steps | best |",
@@ -150,6 +210,12 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument(
         "--config", default=None, help="JSON the settings override (default: baselines/configs/<env>.json)"
     )
+    parser.add_argument(
+        "--write-finals",
+        default=None,
+        metavar="DIR",
+        help="train nothing: write DIR/<env>.<algo>.json, each algorithm's config with its grid's winner",
+    )
     args = parser.parse_args(argv)
     declared = declared_budget(Path(args.grids), args.env)
     for key, default in (("steps", 200_000), ("evals", 5), ("config", None)):
@@ -160,6 +226,13 @@ def main(argv: Optional[List[str]] = None) -> None:
             )
         setattr(args, key, asked if asked is not None else declared.get(key, default))
     out = Path(args.out or f"baselines/results/{args.env}/tuning")
+    if args.write_finals:
+        config = Path(args.config) if args.config else None
+        for algo, path in finals_configs(
+            args.env, args.algos, args.steps, args.seed, out, Path(args.write_finals), Path(args.grids), config
+        ).items():
+            print(f"{algo}: {path}")
+        return
     tune(
         args.env,
         args.algos,

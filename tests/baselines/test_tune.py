@@ -124,3 +124,46 @@ def test_an_explicit_grid_is_its_list_and_a_budget_other_than_declared_is_refuse
     path.write_text(json.dumps({"budgets": {"BoxPush-v0": {"steps": 4096, "evals": 2}}, "shac": [{}]}))
     with pytest.raises(SystemExit):
         tune.main(["--env", "BoxPush-v0", "--grids", str(path), "--steps", "8192"])
+
+
+def test_finals_configs_take_each_complete_grids_winner(tmp_path):
+    """The winner by final success then return goes into the learner's section of the base
+    config, named in the note with the runner-up; an incomplete grid writes nothing."""
+    grids = tmp_path / "grids.json"
+    grids.write_text(json.dumps({"sb3_ppo": [{"learning_rate": 1e-4}, {"learning_rate": 1e-3}, {"ent_coef": 0.01}]}))
+    results = tmp_path / "grid"
+
+    def run(setting, success, ret, steps=1000):
+        rows = [
+            dict(
+                env_steps=s,
+                sim_steps=s,
+                wall_clock=0,
+                eval_return=r,
+                eval_success=success,
+                eval_length=200,
+                eval_episodes=64,
+            )
+            for s, r in ((0, 0.0), (steps // 2, ret), (steps, ret))
+        ]
+        compare.write_csv(results / "sb3_ppo" / f"{tune.setting_name(setting)}_seed0.csv", rows)
+
+    run({"learning_rate": 1e-4}, 0.5, 10.0)
+    run({"learning_rate": 1e-3}, 0.5, 30.0)  # same success, higher return: the winner
+    run({"ent_coef": 0.01}, 0.25, 99.0, steps=400)  # stopped early
+    dest = tmp_path / "finals"
+    with pytest.raises(ValueError, match="not complete"):
+        tune.finals_configs("BoxPush-v0", ["sb3_ppo"], 1000, 0, results, dest, grids)
+    assert not dest.exists()
+
+    run({"ent_coef": 0.01}, 0.25, 99.0)
+    written = tune.finals_configs("BoxPush-v0", ["sb3_ppo"], 1000, 0, results, dest, grids)
+    cfg = json.loads(written["sb3_ppo"].read_text())
+    base = compare.load_config("BoxPush-v0")
+    assert cfg["sb3_ppo"] == {**base["sb3_ppo"], "learning_rate": 1e-3}
+    assert {k: v for k, v in cfg.items() if k not in ("sb3_ppo", "note")} == {
+        k: v for k, v in base.items() if k not in ("sb3_ppo", "note")
+    }
+    assert "learning_rate=0.001 (final success 50.0 %, return 30.0)" in cfg["note"]
+    assert "runner-up learning_rate=0.0001" in cfg["note"]
+    compare.validate_config(cfg, "BoxPush-v0", ["sb3_ppo"])
