@@ -167,3 +167,14 @@ def test_finals_configs_take_each_complete_grids_winner(tmp_path):
     assert "learning_rate=0.001 (final success 50.0 %, return 30.0)" in cfg["note"]
     assert "runner-up learning_rate=0.0001" in cfg["note"]
     compare.validate_config(cfg, "BoxPush-v0", ["sb3_ppo"])
+
+
+def test_declared_finals_cover_every_tuned_learner_and_fit_their_budgets():
+    finals = json.loads((compare.CONFIGS / "tuning" / "finals.json").read_text())
+    grids = json.loads((compare.CONFIGS / "tuning" / "equal_effort.json").read_text())
+    assert set(finals["learners"]) == {k for k in grids if k in compare.ALGORITHMS}
+    assert len(finals["seeds"]) >= 5
+    for env_id, budget in finals["budgets"].items():
+        base = compare.load_config(env_id)
+        for algo in finals["learners"]:
+            compare.check_budgets(base, [algo], budget["steps"], budget["evals"])
