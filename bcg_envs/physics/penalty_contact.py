@@ -1,4 +1,5 @@
-"""The penalty contact model of the BCG paper, beside MuJoCo's soft constraints.
+"""A penalty contact model after the BCG paper's description, beside MuJoCo's soft
+constraints (the authors' own code is ``moreau_contact``).
 
 MuJoCo solves contact as soft constraints in a convex, implicit solve: with
 implicit-function derivatives the step Jacobians stay bounded however stiff the contact.
@@ -17,7 +18,9 @@ reports (distance ``dist``, point, frame with normal ``n`` from geom 1 to geom 2
   damping for ``implicitfast``);
 * normal impulses (N s): for one contact ``lambda_n = w * t / a_n``, the target velocity
   change ``t = relu(-v_n) + beta * relu(p) / h`` (stop the approach, push out a fraction
-  ``beta`` of the penetration) over the inverse effective mass ``a_n = n' J M^-1 J' n``:
+  ``beta`` of the penetration: a Baumgarte term of ours, not in the authors' code, and on
+  BoxPush what makes this model's exact gradients explode) over the inverse effective
+  mass ``a_n = n' J M^-1 J' n``:
   the rigid impulse scaled by the sigmoid. Contacts acting together (a box's corners, a
   foot's spheres) are coupled through the Delassus matrix ``A`` of the normals:
   ``lambda_n = relu(W^1/2 y)`` with ``(W^1/2 A W^1/2 + diag((1 - w + eps) a_n)) y = W^1/2 t``,
