@@ -318,6 +318,8 @@ COMMANDS = {
         f"{_GV_BOX} --contact-model moreau --levels moreau=300 --estimators exact bcg \\\n"
         f"    {_DECOMPOSITION} --starts-policy assets/policies/BoxPush-v0.shac_exact.npz\n"
         f"{_GV_BOX} --contact-model penalty --levels penalty=300 --estimators exact \\\n"
+        f"    {_DECOMPOSITION} --starts-policy assets/policies/BoxPush-v0.shac_exact.npz\n"
+        f"{_GV_BOX} --contact-model penalty --levels penalty=300 --estimators exact \\\n"
         f"    {_DECOMPOSITION}\n"
         f"for option in {' '.join(_PENALTY_OPTIONS)}; do\n"
         f"  {_GV_BOX} --contact-model penalty --levels penalty=300 --estimators exact \\\n"
