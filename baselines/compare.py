@@ -464,14 +464,9 @@ def run_brax_ppo(
 
     env = jax_env_for(env_id, "exact", cfg)
     params = dict(cfg["brax_ppo"])
-    if "init_noise_std" in params:  # the policy's initial action noise (pre-tanh std), Brax default 1.0
-        import functools
-
-        from brax.training.agents.ppo import networks as ppo_networks
-
-        params["network_factory"] = functools.partial(
-            ppo_networks.make_ppo_networks, init_noise_std=params.pop("init_noise_std")
-        )
+    factory = brax_ppo_network_factory(params.pop("init_noise_std", None))
+    if factory is not None:
+        params["network_factory"] = factory
     ppo.train(
         environment=env,
         num_timesteps=steps,
@@ -483,6 +478,30 @@ def run_brax_ppo(
             step, jax_policy(make_policy, params), FORWARD_ONLY * step
         ),
         **params,
+    )
+
+
+def brax_ppo_network_factory(init_noise_std: Optional[float]) -> Optional[Callable]:
+    """Brax PPO's network factory for the config key ``init_noise_std`` (None: Brax's
+    default networks). Brax reads ``init_noise_std`` only for its Gaussian policy
+    (``distribution_type="normal"``); its default tanh-normal policy learns the scale as a
+    network output (softplus, about 0.69 pre-tanh at initialization) and ignores it. So the
+    key selects the Gaussian policy with a state-independent, log-parametrized std starting
+    at ``init_noise_std`` on the action scale, as SB3's ``log_std_init`` does (the env
+    clips actions to [-1, 1])."""
+    if init_noise_std is None:
+        return None
+    import functools
+
+    from brax.training.agents.ppo import networks as ppo_networks
+
+    if not (isinstance(init_noise_std, (int, float)) and init_noise_std > 0):
+        raise ValueError(f"config['brax_ppo']['init_noise_std'] must be a positive number, got {init_noise_std!r}")
+    return functools.partial(
+        ppo_networks.make_ppo_networks,
+        distribution_type="normal",
+        noise_std_type="log",
+        init_noise_std=float(init_noise_std),
     )
 
 

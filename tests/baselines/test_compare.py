@@ -4,6 +4,7 @@ import csv
 import json
 import math
 
+import numpy as np
 import pytest
 
 from baselines import compare
@@ -195,7 +196,7 @@ def test_every_algorithm_runs_end_to_end(tmp_path, algo, monkeypatch):
     resume from their checkpoint: the first half's rows stay, the run reaches the budget."""
     monkeypatch.setattr(compare, "EVAL_EPISODES", 3)
     cfg = compare.load_config("BoxPush-v0")
-    cfg["brax_ppo"].update(num_envs=4, batch_size=4, num_minibatches=2, unroll_length=8)
+    cfg["brax_ppo"].update(num_envs=4, batch_size=4, num_minibatches=2, unroll_length=8, init_noise_std=0.37)
     cfg["shac"].update(num_envs=4, horizon=8, actor_hidden=[16], critic_hidden=[16])
     cfg["brax_apg"].update(num_envs=4, horizon_length=8)
     path, checkpoints = tmp_path / f"{algo}_seed0.csv", tmp_path / "checkpoints"
@@ -348,3 +349,20 @@ def test_rows_appended_to_an_older_csv_keep_its_columns(tmp_path):
     assert tuple(parsed[0]) == old_fields and len(parsed) == 2
     rows = compare.read_rows(path)
     assert rows[1]["env_steps"] == 100 and math.isnan(rows[1]["bundled_fraction"])
+
+
+@pytest.mark.parametrize("std", [1.0, 0.37])
+def test_brax_ppo_init_noise_std_sets_the_initial_policy_std(std):
+    """Brax's default tanh-normal policy ignores ``init_noise_std``; the config key selects
+    the Gaussian policy whose initial std (action scale) is the value."""
+    import jax
+
+    networks = compare.brax_ppo_network_factory(std)(observation_size=5, action_size=3)
+    params = networks.policy_network.init(jax.random.PRNGKey(0))
+    logits = networks.policy_network.apply(None, params, jax.numpy.zeros((1, 5)))
+    dist = networks.parametric_action_distribution.create_dist(logits)
+    assert dist.scale.shape == (1, 3)
+    assert np.allclose(dist.scale, std, rtol=1e-5)
+    assert compare.brax_ppo_network_factory(None) is None
+    with pytest.raises(ValueError, match="init_noise_std"):
+        compare.brax_ppo_network_factory(-1.0)
