@@ -203,6 +203,7 @@ def test_bad_parameters_name_the_argument(kwargs, message):
         PenaltyContact(**kwargs)
 
 
+@pytest.mark.integration  # ~45 s: two physics compiles
 def test_baumgarte_zero_stops_the_approach_without_pushing_out():
     """A ball at rest 5 mm into the floor, one 2 ms substep: without the Baumgarte term the
     impulse only cancels the approach (gravity's h g at most, scaled by the activation), so
