@@ -354,6 +354,18 @@ COMMANDS = {
             "--contact-model mujoco --estimators exact bcg",
         ),
     ),
+    "decomposition:PlanarHand-v0": _sweeps(
+        "PlanarHand-v0",
+        tuple(
+            f"{line} --horizons 1 8 32 64 --out baselines/results/PlanarHand-v0/moreau_decomposition"
+            for line in (
+                "--contact-model moreau --estimators exact",
+                "--contact-model moreau --levels moreau=300 --estimators exact --contact-options friction=regularized",
+                "--contact-model penalty --levels penalty=300 --estimators exact",
+                "--contact-model penalty --levels penalty=300 --estimators exact --contact-options baumgarte=0",
+            )
+        ),
+    ),
     "gradient:G1Jump-v0/moreau": _sweeps(
         "G1Jump-v0",
         (
