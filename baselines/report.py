@@ -361,6 +361,7 @@ COMMANDS = {
             for line in (
                 "--contact-model moreau --estimators exact",
                 "--contact-model moreau --levels moreau=300 --estimators exact --contact-options friction=regularized",
+                "--contact-model moreau --levels moreau=300 --estimators exact --contact-options contact_margin=0.01",
                 "--contact-model penalty --levels penalty=300 --estimators exact",
                 "--contact-model penalty --levels penalty=300 --estimators exact --contact-options baumgarte=0",
             )
