@@ -880,14 +880,6 @@ def plot_curves(
     plt.close(fig)
 
 
-def run_order(algos: List[str]) -> List[str]:
-    """``algos`` in the order one process can run them: Brax PPO last. A Brax PPO run leaves
-    JAX mesh state behind in its process (an axis ``"i"``), and a SHAC program traced after
-    it in the same process fails ("Mesh for all inputs should be equal"); the other
-    learners keep their given order."""
-    return [a for a in algos if a != "brax_ppo"] + [a for a in algos if a == "brax_ppo"]
-
-
 def compare(
     env_id: str,
     algos: List[str],
@@ -901,7 +893,7 @@ def compare(
     validate_config(cfg, env_id, algos)
     planned = check_budgets(cfg, algos, steps, evals)
     out_dir.mkdir(parents=True, exist_ok=True)
-    for algo in run_order(algos):
+    for algo in algos:
         for seed in seeds:
             path = out_dir / f"{algo}_seed{seed}.csv"
             if is_complete(path, planned[algo]):

@@ -86,7 +86,7 @@ def tune(
     base = compare.load_config(env_id, config_path)
     grids = json.loads(Path(grids_path).read_text())
     plans = []
-    for algo in compare.run_order(algos):
+    for algo in algos:
         section = compare.config_section(algo)
         grid = grids.get(algo, grids.get(section))
         if grid is None:

@@ -366,13 +366,3 @@ def test_brax_ppo_init_noise_std_sets_the_initial_policy_std(std):
     assert compare.brax_ppo_network_factory(None) is None
     with pytest.raises(ValueError, match="init_noise_std"):
         compare.brax_ppo_network_factory(-1.0)
-
-
-def test_run_order_puts_brax_ppo_last_and_keeps_the_rest():
-    assert compare.run_order(["sb3_ppo", "brax_ppo", "shac_exact", "shac_bcg"]) == [
-        "sb3_ppo",
-        "shac_exact",
-        "shac_bcg",
-        "brax_ppo",
-    ]
-    assert compare.run_order(["shac_bcg"]) == ["shac_bcg"]
