@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import threading
 from pathlib import Path
 from typing import Dict, NamedTuple, Optional, Tuple, Union
 
@@ -143,10 +144,24 @@ class Physics:
         then forks); building an env and reading its shapes (``with_model``) do not start it."""
         if name != "model":
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        with jax.ensure_compile_time_eval():  # concrete arrays even when first used under jit
-            model = mjx.put_model(self.mj_model)
-        object.__setattr__(self, "model", model)
-        return model
+        # On a thread of its own: JAX's trace and mesh contexts are per thread, so a first
+        # use inside ``jit`` or inside a sharded trainer (Brax PPO's ``"i"`` axis) still stores
+        # plain concrete arrays, which every later program of the process can take.
+        out: dict = {}
+
+        def put() -> None:
+            try:
+                out["model"] = mjx.put_model(self.mj_model)
+            except BaseException as error:  # re-raised on the caller's thread
+                out["error"] = error
+
+        thread = threading.Thread(target=put, name="bcg_envs-put-model")
+        thread.start()
+        thread.join()
+        if "error" in out:
+            raise out["error"]
+        object.__setattr__(self, "model", out["model"])
+        return out["model"]
 
     def with_model(self, model: mjx.Model) -> "Physics":
         """This physics stepping ``model`` (e.g. ``mjx_private.abstract_model``'s, to read

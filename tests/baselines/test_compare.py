@@ -366,3 +366,19 @@ def test_brax_ppo_init_noise_std_sets_the_initial_policy_std(std):
     assert compare.brax_ppo_network_factory(None) is None
     with pytest.raises(ValueError, match="init_noise_std"):
         compare.brax_ppo_network_factory(-1.0)
+
+
+@pytest.mark.integration  # ~1.5 min: a Brax PPO and a SHAC compile
+def test_shac_runs_after_brax_ppo_in_one_process(tmp_path, monkeypatch):
+    """Both learners share the cached JAX env; Brax PPO's sharded trainer is the first to use
+    its MJX model, which must still be a plain concrete model for SHAC's programs (it used
+    to carry Brax's ``"i"`` mesh axis: "Mesh for all inputs should be equal")."""
+    monkeypatch.setattr(compare, "EVAL_EPISODES", 2)
+    cfg = compare.load_config("BoxPush-v0")
+    cfg["env_kwargs"] = {"physics_dt": 0.004}  # the default step, but an env no other test made
+    cfg["brax_ppo"].update(num_envs=4, batch_size=4, num_minibatches=2, unroll_length=8)
+    cfg["shac"].update(num_envs=4, horizon=8, actor_hidden=[16], critic_hidden=[16])
+    for algo in ("brax_ppo", "shac_exact"):
+        path = tmp_path / f"{algo}_seed0.csv"
+        compare.RUNNERS[algo]("BoxPush-v0", 256, 0, cfg, 1, compare.Recorder("BoxPush-v0", path), tmp_path / "ck")
+        assert compare.is_complete(path, 256)
