@@ -880,8 +880,8 @@ class Page:
         found = []
         for path in c.path.glob("*_seed*.csv"):
             algo, seed = path.stem.rsplit("_seed", 1)
-            rows = compare.read_rows(path)
-            if algo in budgets and rows and rows[-1]["env_steps"] >= compare.COMPLETE * budgets[algo]:
+            if algo in budgets and compare.is_complete(path, budgets[algo]):
+                rows = compare.read_rows(path)
                 found.append((algo, int(seed), compare.at_budget({algo: [rows]}, budgets)[algo][0][-1]))
         for algo, seed, last in sorted(found, key=lambda f: (f[0], f[1])):
             skipped, bundled = float(last["skipped_updates"]), float(last["bundled_fraction"])

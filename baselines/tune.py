@@ -70,6 +70,15 @@ def score(rows: List[compare.Row]) -> Tuple[float, float]:
     return rows[-1]["eval_success"], float(np.mean([r["eval_return"] for r in tail]))
 
 
+def grid_of(grids: Dict[str, object], algo: str, grids_path: Path) -> object:
+    """``algo``'s grid in a grid file: its own entry, else its config section's."""
+    section = compare.config_section(algo)
+    grid = grids.get(algo, grids.get(section))
+    if grid is None:
+        raise ValueError(f"{grids_path} has no grid for {algo!r} (nor its config section {section!r})")
+    return grid
+
+
 def tune(
     env_id: str,
     algos: List[str],
@@ -88,9 +97,7 @@ def tune(
     plans = []
     for algo in algos:
         section = compare.config_section(algo)
-        grid = grids.get(algo, grids.get(section))
-        if grid is None:
-            raise ValueError(f"{grids_path} has no grid for {algo!r} (nor its config section {section!r})")
+        grid = grid_of(grids, algo, grids_path)
         for setting in settings(grid):
             cfg = json.loads(json.dumps(base))
             cfg[section].update(setting)
@@ -132,9 +139,7 @@ def finals_configs(
     chosen = {}
     for algo in algos:
         section = compare.config_section(algo)
-        grid = grids.get(algo, grids.get(section))
-        if grid is None:
-            raise ValueError(f"{grids_path} has no grid for {algo!r} (nor its config section {section!r})")
+        grid = grid_of(grids, algo, grids_path)
         scored = []
         for setting in settings(grid):
             path = out_dir / algo / f"{setting_name(setting)}_seed{seed}.csv"
