@@ -25,10 +25,15 @@ with bundle branches counted, ``bcg_envs.gradients.cost``), and training wall-cl
 
 Each (algorithm, seed) run appends its rows to ``<out>/<algo>_seed<s>.csv`` as they are
 measured (columns ``env_steps, sim_steps, wall_clock, eval_return, eval_success,
-eval_length, eval_episodes, skipped_updates, bundled_fraction``; the last two are SHAC's:
-actor updates skipped so far because the gradient was non-finite or above
-``max_grad_norm``, and the fraction of training env steps so far whose gradient ``bcg``
-bundled; nan for the other learners and in CSVs written before they existed). Long runs resume: a run whose CSV already reaches the budget
+eval_length, eval_episodes, skipped_updates, bundled_fraction, cpu_time, others_cpu_time,
+cpus``; ``skipped_updates`` and ``bundled_fraction`` are SHAC's: actor updates skipped so
+far because the gradient was non-finite or above ``max_grad_norm``, and the fraction of
+training env steps so far whose gradient ``bcg`` bundled; nan for the other learners. The
+last three say whether the wall-clock is a timing: the run's own CPU seconds, the CPU
+seconds other processes spent on the CPUs it could run on, and how many CPUs those were,
+all over training with evaluation left out; the tables show a wall-clock as a timing only
+where others took at most ``ALONE`` of the run's CPUs (run each job pinned to a core of its
+own: ``taskset -c 0 python -m baselines.compare ...``). Columns a CSV predates read as nan). Long runs resume: a run whose CSV already reaches the budget
 is skipped; SB3 PPO and SHAC save a checkpoint under ``<out>/checkpoints/`` at every
 evaluation and continue from it (rows after the checkpoint are dropped and measured again;
 the wall-clock continues from the last kept row); Brax runs restart. The summary covers the
@@ -51,6 +56,7 @@ import functools
 import inspect
 import json
 import math
+import os
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -77,9 +83,16 @@ CSV_FIELDS = (
     "eval_episodes",
     "skipped_updates",
     "bundled_fraction",
+    "cpu_time",
+    "others_cpu_time",
+    "cpus",
 )
 #: The columns that count things: read back as ints, so a resumed run rewrites them as written.
 COUNT_FIELDS = ("env_steps", "eval_episodes")
+#: A run's wall-clock is a timing only when other processes took at most this share of the
+#: CPUs it could run on (``contention``): runs pinned one per core (``taskset -c N``) with
+#: nothing else on their core.
+ALONE = 0.05
 #: Simulated control steps per env step of the derivative-free learners (a forward step).
 FORWARD_ONLY = 1.0
 #: A run counts as complete when its last row reaches this fraction of the budget (Brax
@@ -288,6 +301,65 @@ def jax_policy(make_policy, params) -> Callable[[np.ndarray], np.ndarray]:
     return lambda obs: np.asarray(policy(jnp.asarray(obs), key)[0])
 
 
+def _busy_cpu_seconds(cpus: frozenset) -> float:
+    """CPU seconds every process has spent on ``cpus`` since boot (Linux ``/proc/stat``:
+    user, nice, system, irq, softirq and steal ticks); nan where it cannot be read."""
+    try:
+        lines = Path("/proc/stat").read_text().splitlines()
+        hz = os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError):
+        return float("nan")
+    ticks = 0
+    for line in lines:
+        name, *fields = line.split()
+        if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cpus:
+            user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in fields[:8])
+            ticks += user + nice + system + irq + softirq + steal
+    return ticks / hz
+
+
+class CpuMeter:
+    """Training-time clocks of one run, with evaluation left out: wall-clock, this process's
+    CPU time (all threads), and the CPU time other processes spent on the CPUs this process
+    may run on (``os.sched_getaffinity``). ``pause()`` before an evaluation, ``resume()``
+    after it; ``totals()`` is ``(wall, own CPU, others' CPU)`` in seconds so far."""
+
+    def __init__(self) -> None:
+        self.cpus = frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else frozenset()
+        self._totals = np.zeros(3)
+        self._mark: Optional[np.ndarray] = None
+        self.resume()
+
+    def _now(self) -> np.ndarray:
+        return np.array([time.perf_counter(), time.process_time(), _busy_cpu_seconds(self.cpus)])
+
+    def resume(self) -> None:
+        self._mark = self._now()
+
+    def pause(self) -> None:
+        if self._mark is not None:
+            self._totals += self._now() - self._mark
+            self._mark = None
+
+    def totals(self) -> Tuple[float, float, float]:
+        wall, own, busy = self._totals + (self._now() - self._mark if self._mark is not None else 0.0)
+        return float(wall), float(own), max(float(busy - own), 0.0)
+
+
+def contention(row: Row) -> float:
+    """Share of the run's CPUs that other processes used while it trained, at ``row``
+    (nan for CSVs written before it was measured)."""
+    return float(row.get("others_cpu_time", float("nan"))) / (
+        float(row["wall_clock"]) * float(row.get("cpus", float("nan")))
+    )
+
+
+def ran_alone(seeds: List[List[Row]]) -> bool:
+    """Whether every run's wall-clock is a timing: at most ``ALONE`` of its CPUs taken by
+    other processes (``contention``) over the whole run."""
+    return all(contention(rows[-1]) <= ALONE for rows in seeds)
+
+
 class Recorder:
     """The rows of one run, appended to its CSV as they are measured.
 
@@ -303,15 +375,15 @@ class Recorder:
         self.path = path
         self.env_kwargs = env_kwargs or {}
         self.rows: List[Row] = []
-        self._offset = 0.0
-        self._start = time.perf_counter()
-        self._evaluating = 0.0
+        self._offset = np.zeros(3)  # wall, own CPU, others' CPU of the rows a resumed run kept
+        self._meter = CpuMeter()
         self._started = False  # the CSV is rewritten by the first record or resume_from
 
     def resume_from(self, env_steps: int) -> None:
         kept = [r for r in read_rows(self.path) if r["env_steps"] <= env_steps] if self.path else []
         self.rows = kept
-        self._offset = kept[-1]["wall_clock"] if kept else 0.0
+        if kept:
+            self._offset = np.array([kept[-1][k] for k in ("wall_clock", "cpu_time", "others_cpu_time")], float)
         if self.path is not None:
             write_csv(self.path, kept)
         self._started = True
@@ -321,12 +393,15 @@ class Recorder:
     ) -> None:
         """One row: ``act`` scored by ``evaluate`` at ``env_steps``; ``learner`` holds the
         learner's own counters (SHAC's ``skipped_updates``, ``bundled_fraction``)."""
-        t0 = time.perf_counter()
-        wall = self._offset + t0 - self._start - self._evaluating
+        self._meter.pause()
+        wall, own, others = self._offset + np.array(self._meter.totals())
         row = dict(
             env_steps=int(env_steps),
             sim_steps=float(sim_steps),
-            wall_clock=wall,
+            wall_clock=float(wall),
+            cpu_time=float(own),
+            others_cpu_time=float(others),
+            cpus=len(self._meter.cpus) or float("nan"),
             **evaluate(self.env_id, act, self.env_kwargs),
             **learner,
         )
@@ -336,7 +411,7 @@ class Recorder:
                 write_csv(self.path, [])
             append_row(self.path, row)
         self._started = True
-        self._evaluating += time.perf_counter() - t0
+        self._meter.resume()
 
 
 def sb3_learning_rate(params: dict) -> Union[float, Callable[[float], float]]:
@@ -652,6 +727,9 @@ def read_rows(path: Path) -> List[Row]:
                 "sim_steps": float("nan"),
                 "skipped_updates": float("nan"),
                 "bundled_fraction": float("nan"),
+                "cpu_time": float("nan"),
+                "others_cpu_time": float("nan"),
+                "cpus": float("nan"),
                 **{k: parse(k, v) for k, v in row.items()},
             }
             for row in csv.DictReader(f)
@@ -729,6 +807,11 @@ def _steps_text(value: Optional[float], hits: int, seeds: int) -> str:
     return f"{value:,.0f} ({hits}/{seeds})" if value is not None else f"— (0/{seeds})"
 
 
+def _by_wall_clock(rows: List[Row]) -> List[Row]:
+    """The rows with their wall-clock as the step axis (for ``median_steps_to``)."""
+    return [{**row, "env_steps": row["wall_clock"]} for row in rows]
+
+
 #: The PPO implementations, in the order their gap lines are written under the table.
 PPO_ALGORITHMS = ("sb3_ppo", "brax_ppo")
 
@@ -738,8 +821,11 @@ def summary_table(runs: Dict[str, List[List[Row]]], reference: str = "sb3_ppo") 
     Wilson interval (all seeds' evaluation episodes pooled; '—' if not recorded),
     final episode length, env steps to 90% of the reference's final return, env steps to
     50 % and 90 % of the best success any algorithm reached (medians over the seeds that
-    reach it, how many do), simulated control steps and wall-clock to the end. Under the
-    table, the gap: each PPO's env steps to each success level over each SHAC variant's."""
+    reach it, how many do), simulated control steps, wall-clock to the end and to the two
+    success levels (only where every seed ran alone on its CPUs, ``ran_alone``: otherwise
+    the end's wall-clock is marked "shared" and the levels' are "—"), and the run's own
+    CPU time. Under the table, the gap: each PPO's env steps to each success level over
+    each SHAC variant's."""
     ref = runs.get(reference) or runs.get("brax_ppo")
     target = None
     if ref:
@@ -751,13 +837,19 @@ def summary_table(runs: Dict[str, List[List[Row]]], reference: str = "sb3_ppo") 
     levels = (0.5, 0.9)
     lines = [
         "| algorithm | seeds | final return | final success [95% CI] | episode length | env steps to 90% of PPO "
-        "| env steps to 50% of best success | env steps to 90% of best success | simulated steps | wall-clock (s) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| env steps to 50% of best success | env steps to 90% of best success | simulated steps | wall-clock (s) "
+        "| wall-clock to 50% / 90% of best success (s) | CPU time (s) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     to_success: Dict[str, List[Optional[float]]] = {}
     for algo, seeds in runs.items():
         finals = np.array([r[-1]["eval_return"] for r in seeds])
         wall = np.mean([r[-1]["wall_clock"] for r in seeds])
+        alone = ran_alone(seeds)
+        wall_text = f"{wall:.0f}" if alone else f"{wall:.0f} (shared)"
+        cpu = np.array([r[-1]["cpu_time"] for r in seeds], float)
+        cpu_text = f"{cpu.mean():.0f}" if np.all(np.isfinite(cpu)) else "—"
+        wall_cells = []
         reach = "—" if target is None else _steps_text(*median_steps_to(seeds, target, "eval_return"), len(seeds))
         to_success[algo] = []
         success_cells = []
@@ -766,9 +858,12 @@ def summary_table(runs: Dict[str, List[List[Row]]], reference: str = "sb3_ppo") 
                 value, hits = median_steps_to(seeds, level * best, "eval_success")
                 to_success[algo].append(value)
                 success_cells.append(_steps_text(value, hits, len(seeds)))
+                seconds, _ = median_steps_to([_by_wall_clock(r) for r in seeds], level * best, "eval_success")
+                wall_cells.append(f"{seconds:.0f}" if alone and seconds is not None else "—")
             else:
                 to_success[algo].append(None)
                 success_cells.append("— (no success)")
+                wall_cells.append("—")
         success = np.array([r[-1]["eval_success"] for r in seeds])
         episodes = np.array([r[-1]["eval_episodes"] for r in seeds])[~np.isnan(success)]
         success = success[~np.isnan(success)]
@@ -785,7 +880,8 @@ def summary_table(runs: Dict[str, List[List[Row]]], reference: str = "sb3_ppo") 
         sims_text = f"{np.mean(sims):,.0f}" if np.all(~np.isnan(sims)) else "—"
         lines.append(
             f"| {algo} | {len(seeds)} | {finals.mean():.2f} ± {finals.std():.2f} | {success_text} | {length_text} "
-            f"| {reach} | {success_cells[0]} | {success_cells[1]} | {sims_text} | {wall:.0f} |"
+            f"| {reach} | {success_cells[0]} | {success_cells[1]} | {sims_text} | {wall_text} "
+            f"| {' / '.join(wall_cells)} | {cpu_text} |"
         )
     lines.append("")
     lines.append(f"Best success (seed mean at one evaluation, any algorithm): {100 * best:.1f} %.")

@@ -194,7 +194,7 @@ COMPARISONS: Dict[str, Comparison] = {
             16,
             _loop(
                 _BOX,
-                "shac_exact shac_bcg sb3_ppo",
+                "shac_exact shac_bcg sb3_ppo brax_ppo",
                 "0 1 2",
                 2_097_152,
                 16,

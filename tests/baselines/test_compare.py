@@ -3,6 +3,7 @@
 import csv
 import json
 import math
+import os
 
 import numpy as np
 import pytest
@@ -24,12 +25,20 @@ def test_summary_table_from_synthetic_csv(tmp_path):
     assert lines[0] == (
         "| algorithm | seeds | final return | final success [95% CI] | episode length "
         "| env steps to 90% of PPO | env steps to 50% of best success "
-        "| env steps to 90% of best success | simulated steps | wall-clock (s) |"
+        "| env steps to 90% of best success | simulated steps | wall-clock (s) "
+        "| wall-clock to 50% / 90% of best success (s) | CPU time (s) |"
     )
     # target = -10 + 0.9 * (10 - -10) = 8: PPO reaches it at 2000 steps, SHAC at 500.
-    # These CSVs predate the success and simulated-steps columns: '—'.
-    assert "| sb3_ppo | 2 | 10.00 ± 0.00 | — | — | 2,000 (2/2) | — (no success) | — (no success) | — | 11 |" in lines
-    assert "| shac_bcg | 1 | 12.00 ± 0.00 | — | — | 500 (1/1) | — (no success) | — (no success) | — | 40 |" in lines
+    # These CSVs predate the success, simulated-steps and CPU columns: '—', and their
+    # wall-clock is not known to be a timing.
+    assert (
+        "| sb3_ppo | 2 | 10.00 ± 0.00 | — | — | 2,000 (2/2) | — (no success) | — (no success) | — | 11 (shared) "
+        "| — / — | — |"
+    ) in lines
+    assert (
+        "| shac_bcg | 1 | 12.00 ± 0.00 | — | — | 500 (1/1) | — (no success) | — (no success) | — | 40 (shared) "
+        "| — / — | — |"
+    ) in lines
     compare.plot_curves(runs, tmp_path / "curves.png")
     assert (tmp_path / "curves.png").stat().st_size > 1000
 
@@ -95,8 +104,8 @@ def test_the_gap_in_env_steps_to_the_best_success(tmp_path):
     runs = compare.read_runs(tmp_path)
     assert compare.best_success(runs) == pytest.approx(0.8)
     table = compare.summary_table(runs)
-    assert "| 30,000 (2/2) | 40,000 (1/2) | 40,000 | 400 |" in table
-    assert "| 1,000 (2/2) | 2,000 (2/2) | 7,000 | 20 |" in table
+    assert "| 30,000 (2/2) | 40,000 (1/2) | 40,000 | 400 (shared) | — / — | — |" in table
+    assert "| 1,000 (2/2) | 2,000 (2/2) | 7,000 | 20 (shared) | — / — | — |" in table
     assert "Gap, sb3_ppo / shac_bcg env steps to the best success's 50 %: 30.0x; 90 %: 20.0x." in table
     compare.write_csv(tmp_path / "brax_ppo_seed0.csv", rows([(0, 0), (10_000, 0.4), (20_000, 0.2)], 1))
     table = compare.summary_table(compare.read_runs(tmp_path))
@@ -382,3 +391,104 @@ def test_shac_runs_after_brax_ppo_in_one_process(tmp_path, monkeypatch):
         path = tmp_path / f"{algo}_seed0.csv"
         compare.RUNNERS[algo]("BoxPush-v0", 256, 0, cfg, 1, compare.Recorder("BoxPush-v0", path), tmp_path / "ck")
         assert compare.is_complete(path, 256)
+
+
+def _fake_clocks(monkeypatch, ticks):
+    """Replace the three clocks ``CpuMeter`` reads by a list of (wall, own CPU, machine CPU)
+    readings, consumed in order."""
+    readings = iter(ticks)
+    current = {}
+
+    def advance():
+        current["now"] = next(readings)
+
+    monkeypatch.setattr(compare.time, "perf_counter", lambda: (advance(), current["now"][0])[1])
+    monkeypatch.setattr(compare.time, "process_time", lambda: current["now"][1])
+    monkeypatch.setattr(compare, "_busy_cpu_seconds", lambda cpus: current["now"][2])
+
+
+def test_cpu_columns_leave_evaluation_out_and_continue_on_resume(tmp_path, monkeypatch):
+    """Training 10 s of wall-clock, 8 s of own CPU, 13 s of CPU on the run's cores (so 5 s
+    by others); evaluation (100 s, burning CPU) is left out; a resumed run adds to the kept
+    row's clocks."""
+    monkeypatch.setattr(
+        compare,
+        "evaluate",
+        lambda env_id, act, env_kwargs=None: dict(
+            eval_return=1.0, eval_success=0.0, eval_length=200.0, eval_episodes=64
+        ),
+    )
+    path = tmp_path / "shac_exact_seed0.csv"
+    _fake_clocks(monkeypatch, [(0, 0, 0), (10, 8, 13), (110, 108, 313), (120, 116, 326), (130, 130, 400)])
+    rec = compare.Recorder("BoxPush-v0", path)  # reading 1: start
+    rec.record(0, lambda obs: obs, 0.0)  # readings 2, 3: before and after the evaluation
+    rec.record(100, lambda obs: obs, 300.0)  # readings 4, 5
+    rows = compare.read_rows(path)
+    assert [(r["wall_clock"], r["cpu_time"], r["others_cpu_time"]) for r in rows] == [(10, 8, 5), (20, 16, 10)]
+    assert rows[0]["cpus"] == len(os.sched_getaffinity(0))
+    _fake_clocks(monkeypatch, [(0, 0, 0), (4, 4, 4), (9, 9, 9)])
+    resumed = compare.Recorder("BoxPush-v0", path)
+    resumed.resume_from(100)
+    resumed.record(200, lambda obs: obs, 600.0)
+    last = compare.read_rows(path)[-1]
+    assert (last["wall_clock"], last["cpu_time"], last["others_cpu_time"]) == (24, 20, 10)
+
+
+def test_wall_clock_is_a_timing_only_for_runs_that_ran_alone(tmp_path):
+    def run(name, others):
+        compare.write_csv(
+            tmp_path / name,
+            [
+                dict(
+                    env_steps=0,
+                    wall_clock=0.0,
+                    eval_return=0.0,
+                    eval_success=0.0,
+                    eval_episodes=64,
+                    cpu_time=0.0,
+                    others_cpu_time=0.0,
+                    cpus=1,
+                ),
+                dict(
+                    env_steps=100,
+                    wall_clock=50.0,
+                    eval_return=1.0,
+                    eval_success=1.0,
+                    eval_episodes=64,
+                    cpu_time=48.0,
+                    others_cpu_time=others * 50.0,
+                    cpus=1,
+                ),
+                dict(
+                    env_steps=200,
+                    wall_clock=100.0,
+                    eval_return=1.0,
+                    eval_success=1.0,
+                    eval_episodes=64,
+                    cpu_time=96.0,
+                    others_cpu_time=others * 100.0,
+                    cpus=1,
+                ),
+            ],
+        )
+
+    run("shac_exact_seed0.csv", 0.01)
+    run("sb3_ppo_seed0.csv", 0.5)
+    runs = compare.read_runs(tmp_path)
+    assert compare.ran_alone(runs["shac_exact"]) and not compare.ran_alone(runs["sb3_ppo"])
+    lines = compare.summary_table(runs).splitlines()
+    shac = next(line for line in lines if line.startswith("| shac_exact"))
+    ppo = next(line for line in lines if line.startswith("| sb3_ppo"))
+    assert shac.endswith("| 100 | 50 / 50 | 96 |")
+    assert ppo.endswith("| 100 (shared) | — / — | 96 |")
+
+
+def test_busy_cpu_seconds_reads_the_machine_clock():
+    """Every process's CPU time on the CPUs this one may use, from /proc/stat: finite and
+    not decreasing on Linux."""
+    if not compare.Path("/proc/stat").exists():
+        pytest.skip("no /proc/stat")
+    cpus = compare.CpuMeter().cpus
+    first = compare._busy_cpu_seconds(cpus)
+    sum(i * i for i in range(200_000))
+    assert math.isfinite(first) and compare._busy_cpu_seconds(cpus) >= first > 0
