@@ -11,6 +11,18 @@ import pytest
 from baselines import compare
 
 
+@pytest.fixture
+def fixed_evaluation(monkeypatch):
+    """``compare.evaluate`` replaced by a constant score (no env is built)."""
+    monkeypatch.setattr(
+        compare,
+        "evaluate",
+        lambda env_id, act, env_kwargs=None: dict(
+            eval_return=1.0, eval_success=0.5, eval_length=200.0, eval_episodes=64
+        ),
+    )
+
+
 def _write(path, rows):
     compare.write_csv(path, [dict(env_steps=s, wall_clock=w, eval_return=r) for s, w, r in rows])
 
@@ -305,17 +317,10 @@ def test_runs_longer_than_the_budget_are_scored_at_the_budget(tmp_path):
     )
 
 
-def test_a_resumed_run_keeps_its_rows_and_writes_counts_as_integers(tmp_path, monkeypatch):
+def test_a_resumed_run_keeps_its_rows_and_writes_counts_as_integers(tmp_path, fixed_evaluation):
     """A run stopped after its row at 200 env steps and resumed from its checkpoint at 100:
     the rows up to 100 stay, the wall-clock continues from there, and the rewritten CSV
     still writes env steps and episodes as integers."""
-    monkeypatch.setattr(
-        compare,
-        "evaluate",
-        lambda env_id, act, env_kwargs=None: dict(
-            eval_return=1.0, eval_success=0.5, eval_length=200.0, eval_episodes=64
-        ),
-    )
     path = tmp_path / "shac_exact_seed0.csv"
     first = compare.Recorder("BoxPush-v0", path)
     for steps in (0, 100, 200):
@@ -407,17 +412,10 @@ def _fake_clocks(monkeypatch, ticks):
     monkeypatch.setattr(compare, "_busy_cpu_seconds", lambda cpus: current["now"][2])
 
 
-def test_cpu_columns_leave_evaluation_out_and_continue_on_resume(tmp_path, monkeypatch):
+def test_cpu_columns_leave_evaluation_out_and_continue_on_resume(tmp_path, monkeypatch, fixed_evaluation):
     """Training 10 s of wall-clock, 8 s of own CPU, 13 s of CPU on the run's cores (so 5 s
     by others); evaluation (100 s, burning CPU) is left out; a resumed run adds to the kept
     row's clocks."""
-    monkeypatch.setattr(
-        compare,
-        "evaluate",
-        lambda env_id, act, env_kwargs=None: dict(
-            eval_return=1.0, eval_success=0.0, eval_length=200.0, eval_episodes=64
-        ),
-    )
     path = tmp_path / "shac_exact_seed0.csv"
     _fake_clocks(monkeypatch, [(0, 0, 0), (10, 8, 13), (110, 108, 313), (120, 116, 326), (130, 130, 400)])
     rec = compare.Recorder("BoxPush-v0", path)  # reading 1: start
