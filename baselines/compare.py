@@ -24,16 +24,19 @@ simulates one per env step, SHAC and APG the reverse-mode cost of their rollout 
 with bundle branches counted, ``bcg_envs.gradients.cost``), and training wall-clock.
 
 Each (algorithm, seed) run appends its rows to ``<out>/<algo>_seed<s>.csv`` as they are
-measured (columns ``env_steps, sim_steps, wall_clock, eval_return, eval_success,
-eval_length, eval_episodes, skipped_updates, bundled_fraction, cpu_time, others_cpu_time,
-cpus``; ``skipped_updates`` and ``bundled_fraction`` are SHAC's: actor updates skipped so
-far because the gradient was non-finite or above ``max_grad_norm``, and the fraction of
-training env steps so far whose gradient ``bcg`` bundled; nan for the other learners. The
-last three say whether the wall-clock is a timing: the run's own CPU seconds, the CPU
-seconds other processes spent on the CPUs it could run on, and how many CPUs those were,
-all over training with evaluation left out; the tables show a wall-clock as a timing only
-where others took at most ``ALONE`` of the run's CPUs (run each job pinned to a core of its
-own: ``taskset -c 0 python -m baselines.compare ...``). Columns a CSV predates read as nan). Long runs resume: a run whose CSV already reaches the budget
+measured. Columns: ``env_steps, sim_steps, wall_clock, eval_return, eval_success,
+eval_length, eval_episodes``; SHAC's counters ``skipped_updates`` (actor updates skipped
+so far because the gradient was non-finite or above ``max_grad_norm``) and
+``bundled_fraction`` (training env steps so far whose gradient ``bcg`` bundled), nan for
+the other learners; ``cpu_time, others_cpu_time, cpus``, which say whether the wall-clock
+is a timing (the run's own CPU seconds, the CPU seconds other processes spent on the CPUs
+it could run on, and how many CPUs those were, over training with evaluation left out;
+tables show a wall-clock as a timing only where others took at most ``ALONE`` of them:
+pin each job to a core of its own, ``taskset -c 0 python -m baselines.compare ...``);
+``train_sim_return, train_sim_success``: at the budget, a learner that trains in another
+simulator than the protocol's (``training_backend``) is also scored in its own, on the
+same episodes. Columns a CSV predates read as nan.
+Long runs resume: a run whose CSV already reaches the budget
 is skipped; SB3 PPO and SHAC save a checkpoint under ``<out>/checkpoints/`` at every
 evaluation and continue from it (rows after the checkpoint are dropped and measured again;
 the wall-clock continues from the last kept row); Brax runs restart. The summary covers the
@@ -86,6 +89,8 @@ CSV_FIELDS = (
     "cpu_time",
     "others_cpu_time",
     "cpus",
+    "train_sim_return",
+    "train_sim_success",
 )
 #: The columns that count things: read back as ints, so a resumed run rewrites them as written.
 COUNT_FIELDS = ("env_steps", "eval_episodes")
@@ -119,6 +124,12 @@ def protocol_backend(env_kwargs: Dict[str, object]) -> str:
     """The Gymnasium backend of evaluation and SB3 PPO: MuJoCo C, or MJX for the penalty
     contact model, which only MJX simulates."""
     return "mjx" if env_kwargs.get("contact_model") in KAPPA_MODELS else "mujoco"
+
+
+def training_backend(algo: str, env_kwargs: Dict[str, object]) -> str:
+    """The simulator an algorithm trains in: SB3 PPO steps the protocol's Gymnasium
+    backend, the JAX learners (Brax PPO and APG, SHAC) step MJX."""
+    return protocol_backend(env_kwargs) if algo == "sb3_ppo" else "mjx"
 
 
 #: Env arguments the runners set themselves.
@@ -274,14 +285,22 @@ def check_budgets(cfg: dict, algos: List[str], steps: int, evals: int, tolerance
 
 
 # ----- the protocol: one evaluation for every algorithm ----------------------------------
-def evaluate(env_id: str, act: Callable[[np.ndarray], np.ndarray], env_kwargs: Optional[dict] = None) -> Row:
+def evaluate(
+    env_id: str, act: Callable[[np.ndarray], np.ndarray], env_kwargs: Optional[dict] = None, backend: str = ""
+) -> Row:
     """Score a policy (observation -> action) on the protocol's episodes: ``EVAL_EPISODES``
-    episodes from reset seeds ``EVAL_SEED`` onward, MuJoCo C backend (``protocol_backend``)."""
+    episodes from reset seeds ``EVAL_SEED`` onward, on the protocol's simulator
+    (``protocol_backend``) unless ``backend`` names another."""
     from bcg_envs.envs.evaluation import run_episodes
 
     env_kwargs = env_kwargs or {}
     r = run_episodes(
-        env_id, act, episodes=EVAL_EPISODES, seed=EVAL_SEED, backend=protocol_backend(env_kwargs), env_kwargs=env_kwargs
+        env_id,
+        act,
+        episodes=EVAL_EPISODES,
+        seed=EVAL_SEED,
+        backend=backend or protocol_backend(env_kwargs),
+        env_kwargs=env_kwargs,
     )
     return dict(
         eval_return=r["mean_return"],
@@ -367,13 +386,27 @@ class Recorder:
     with the training wall-clock so far (evaluation time excluded). ``resume_from(steps)``
     keeps the CSV's rows up to ``steps`` (a checkpoint's step count) and continues their
     wall-clock; otherwise the CSV starts empty. ``env_kwargs``: the run's env arguments,
-    evaluated on the same physics.
+    evaluated on the same physics. With ``budget`` (the run's env steps) and
+    ``train_backend`` (the simulator it trains in) other than the protocol's, the last row
+    also scores the policy on the same episodes in its own simulator (``train_sim_return``,
+    ``train_sim_success``; nan in every other row).
     """
 
-    def __init__(self, env_id: str, path: Optional[Path] = None, env_kwargs: Optional[dict] = None) -> None:
+    def __init__(
+        self,
+        env_id: str,
+        path: Optional[Path] = None,
+        env_kwargs: Optional[dict] = None,
+        *,
+        budget: Optional[int] = None,
+        train_backend: str = "",
+    ) -> None:
         self.env_id = env_id
         self.path = path
         self.env_kwargs = env_kwargs or {}
+        self.budget = budget
+        own = train_backend and train_backend != protocol_backend(self.env_kwargs)
+        self.train_backend = train_backend if own else ""
         self.rows: List[Row] = []
         self._offset = np.zeros(3)  # wall, own CPU, others' CPU of the rows a resumed run kept
         self._meter = CpuMeter()
@@ -405,6 +438,9 @@ class Recorder:
             **evaluate(self.env_id, act, self.env_kwargs),
             **learner,
         )
+        if self.train_backend and self.budget and env_steps >= COMPLETE * self.budget:
+            own = evaluate(self.env_id, act, self.env_kwargs, self.train_backend)
+            row.update(train_sim_return=own["eval_return"], train_sim_success=own["eval_success"])
         self.rows.append(row)
         if self.path is not None:
             if not self._started:
@@ -730,6 +766,8 @@ def read_rows(path: Path) -> List[Row]:
                 "cpu_time": float("nan"),
                 "others_cpu_time": float("nan"),
                 "cpus": float("nan"),
+                "train_sim_return": float("nan"),
+                "train_sim_success": float("nan"),
                 **{k: parse(k, v) for k, v in row.items()},
             }
             for row in csv.DictReader(f)
@@ -997,7 +1035,10 @@ def compare(
                 continue
             print(f"[{env_id}] {algo} seed {seed}: {planned[algo]:,} env steps", flush=True)
             checkpoints = out_dir / "checkpoints" / f"{algo}_seed{seed}"
-            recorder = Recorder(env_id, path, env_kwargs_of(cfg))
+            kwargs = env_kwargs_of(cfg)
+            recorder = Recorder(
+                env_id, path, kwargs, budget=planned[algo], train_backend=training_backend(algo, kwargs)
+            )
             RUNNERS[algo](env_id, steps, seed, cfg, evals, recorder, checkpoints)
     budgets = {a: planned_env_steps(a, cfg, steps, evals) for a in ALGORITHMS if config_section(a) in cfg}
     runs = read_runs(out_dir, budgets)

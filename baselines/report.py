@@ -35,7 +35,8 @@ with its bootstrap interval), ``per_seed_success:DIR:ALGO``, ``per_seed_return:D
 ``apart:DIR:METRIC:ALGO:ALGO`` (whether the two seed-level intervals are disjoint),
 ``ahead:DIR:METRIC:ALGO:ALGO`` (the claim that the first is ahead: refused unless its
 seed-level interval lies entirely above the second's),
-``rliable:DIR`` (IQM and probability of improvement),
+``rliable:DIR`` (IQM and probability of improvement), ``simulators:DIR`` (final scores in
+the protocol's simulator and in each learner's own),
 ``ref:ENV:POLICY`` (a reference level under the task's default physics) and ``steps:DIR``.
 """
 
@@ -495,6 +496,37 @@ def pooled_success(seeds: List[List[compare.Row]]) -> str:
     return format_success({"success_rate": k / n, "success_low": low, "success_high": high})
 
 
+def simulators_table(runs: Dict[str, List[List[compare.Row]]], env_kwargs: Dict[str, object]) -> str:
+    """Per algorithm: the simulator it trains in, and its final success and return (seed
+    means with their bootstrap intervals) in the protocol's simulator and in its own, on
+    the same evaluation episodes (``compare.Recorder``'s ``train_sim_*`` columns). "same"
+    where the two are one simulator, "—" for runs made before the second score existed."""
+    protocol = compare.protocol_backend(env_kwargs)
+    names = {"mujoco": "MuJoCo C", "mjx": "MJX"}
+    lines = [
+        f"| algorithm | seeds | trains in | final success, {names[protocol]} | final success, own simulator "
+        f"| final return, {names[protocol]} | final return, own simulator |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for algo, seeds in runs.items():
+        own = compare.training_backend(algo, env_kwargs)
+        cells = []
+        for key, percent in (("success", True), ("return", False)):
+            protocol_text = seed_text(_finals(seeds, f"eval_{key}"), percent)
+            values = _finals(seeds, f"train_sim_{key}")
+            if own == protocol:
+                own_text = "same"
+            elif all(math.isfinite(v) for v in values):
+                own_text = seed_text(values, percent)
+            else:
+                own_text = "—"
+            cells.append((protocol_text, own_text))
+        lines.append(
+            f"| {algo} | {len(seeds)} | {names[own]} | {cells[0][0]} | {cells[0][1]} | {cells[1][0]} | {cells[1][1]} |"
+        )
+    return "\n".join(lines)
+
+
 def seed_table(runs: Dict[str, List[List[compare.Row]]]) -> str:
     """Per algorithm: final success and return of every seed, their seed mean with its
     bootstrap interval, and the pooled success with its Wilson interval."""
@@ -934,6 +966,7 @@ class Page:
             "seeds": self.seeds_table,
             "rliable": self.rliable_text,
             "runs": self.run_table,
+            "simulators": lambda key: simulators_table(self.runs(key)[1], COMPARISONS[key].env_kwargs()),
             "figure": self.figure,
             "file": self.file,
             "final_scores": final_scores_table,

@@ -17,7 +17,7 @@ def fixed_evaluation(monkeypatch):
     monkeypatch.setattr(
         compare,
         "evaluate",
-        lambda env_id, act, env_kwargs=None: dict(
+        lambda env_id, act, env_kwargs=None, backend="": dict(
             eval_return=1.0, eval_success=0.5, eval_length=200.0, eval_episodes=64
         ),
     )
@@ -227,7 +227,8 @@ def test_every_algorithm_runs_end_to_end(tmp_path, algo, monkeypatch):
         first = compare.read_rows(path)
         assert first[-1]["env_steps"] >= 256 and any(checkpoints.iterdir())
         assert not compare.is_complete(path, 512)
-    compare.RUNNERS[algo]("BoxPush-v0", 512, 0, cfg, 1, compare.Recorder("BoxPush-v0", path), checkpoints)
+    recorder = compare.Recorder("BoxPush-v0", path, budget=512, train_backend=compare.training_backend(algo, {}))
+    compare.RUNNERS[algo]("BoxPush-v0", 512, 0, cfg, 1, recorder, checkpoints)
     assert compare.is_complete(path, 512)
     with path.open() as f:
         parsed = list(csv.DictReader(f))
@@ -245,6 +246,11 @@ def test_every_algorithm_runs_end_to_end(tmp_path, algo, monkeypatch):
     assert all(r["eval_return"] == r["eval_return"] for r in rows)  # no NaN
     assert 0.0 <= rows[-1]["eval_success"] <= 1.0  # every learner reports its final success
     assert rows[-1]["eval_length"] > 0
+    # The clocks of a timing, and the final policy scored in the simulator it trained in
+    # (MJX for the JAX learners; SB3 PPO trains where it is scored).
+    assert rows[-1]["cpu_time"] > 0 and rows[-1]["others_cpu_time"] >= 0 and rows[-1]["cpus"] >= 1
+    own = rows[-1]["train_sim_success"]
+    assert math.isnan(own) if algo == "sb3_ppo" else 0.0 <= own <= 1.0
     # Simulated control steps: one per env step for PPO, >= 3 (forward, recompute, VJP) for
     # the gradient learners, more where bcg bundled.
     per_step = rows[-1]["sim_steps"] / rows[-1]["env_steps"]
@@ -490,3 +496,35 @@ def test_busy_cpu_seconds_reads_the_machine_clock():
     first = compare._busy_cpu_seconds(cpus)
     sum(i * i for i in range(200_000))
     assert math.isfinite(first) and compare._busy_cpu_seconds(cpus) >= first > 0
+
+
+def test_the_training_simulator_of_each_learner():
+    assert compare.training_backend("sb3_ppo", {}) == "mujoco"
+    assert {compare.training_backend(a, {}) for a in ("brax_ppo", "shac_exact", "shac_bcg")} == {"mjx"}
+    moreau = {"contact_model": "moreau", "kappa": 300.0}
+    assert compare.training_backend("sb3_ppo", moreau) == compare.protocol_backend(moreau) == "mjx"
+
+
+def test_the_last_row_also_scores_the_policy_in_its_own_simulator(tmp_path, monkeypatch):
+    """A learner trained in MJX and scored in MuJoCo C: only the row at the budget carries
+    the MJX score, from the same episodes; a learner scored where it trains gets none."""
+    calls = []
+
+    def evaluate(env_id, act, env_kwargs=None, backend=""):
+        calls.append(backend)
+        score = 0.75 if backend == "mjx" else 0.25
+        return dict(eval_return=100 * score, eval_success=score, eval_length=200.0, eval_episodes=64)
+
+    monkeypatch.setattr(compare, "evaluate", evaluate)
+    path = tmp_path / "shac_exact_seed0.csv"
+    rec = compare.Recorder("BoxPush-v0", path, budget=200, train_backend="mjx")
+    for steps in (0, 100, 200):
+        rec.record(steps, lambda obs: obs, 0.0)
+    rows = compare.read_rows(path)
+    assert calls == ["", "", "", "mjx"]
+    assert all(math.isnan(r["train_sim_success"]) for r in rows[:2])
+    assert (rows[2]["eval_success"], rows[2]["train_sim_success"], rows[2]["train_sim_return"]) == (0.25, 0.75, 75.0)
+    calls.clear()
+    same = compare.Recorder("BoxPush-v0", tmp_path / "sb3_ppo_seed0.csv", budget=200, train_backend="mujoco")
+    same.record(200, lambda obs: obs, 0.0)
+    assert calls == [""] and math.isnan(compare.read_rows(tmp_path / "sb3_ppo_seed0.csv")[0]["train_sim_success"])

@@ -245,3 +245,36 @@ def test_starts_table_puts_the_scripted_starts_first_and_keeps_sources_apart(tmp
     assert lines[2].startswith("| scripted controller | 8 | 3 | 3 | 3 |")
     assert lines[3].startswith(f"| `{gv.starts_tag(policy)}` | 8 | 7 | 7 | 7 |")
     assert len(lines) == 4
+
+
+def test_simulators_table_gives_each_learner_its_own_simulator_beside_the_protocol():
+    def run(success, own):
+        rows = [
+            dict(env_steps=0, eval_return=0.0, eval_success=0.0, train_sim_return=math.nan, train_sim_success=math.nan)
+        ]
+        rows.append(
+            dict(
+                env_steps=100,
+                eval_return=100 * success,
+                eval_success=success,
+                train_sim_return=100 * own,
+                train_sim_success=own,
+            )
+        )
+        return rows
+
+    runs = {
+        "sb3_ppo": [run(0.5, math.nan), run(0.25, math.nan)],
+        "shac_exact": [run(0.5, 0.75), run(0.5, 0.75)],
+        "brax_ppo": [run(0.5, math.nan)],
+    }
+    lines = report.simulators_table(runs, {}).splitlines()
+    assert lines[0].startswith(
+        "| algorithm | seeds | trains in | final success, MuJoCo C | final success, own simulator"
+    )
+    assert lines[2].startswith("| sb3_ppo | 2 | MuJoCo C | 37.5 % [25.0, 50.0] | same |")
+    assert (
+        lines[3]
+        == "| shac_exact | 2 | MJX | 50.0 % [50.0, 50.0] | 75.0 % [75.0, 75.0] | 50.0 [50.0, 50.0] | 75.0 [75.0, 75.0] |"
+    )
+    assert lines[4] == "| brax_ppo | 1 | MJX | 50.0 % (one seed) | — | 50.0 (one seed) | — |"
