@@ -81,7 +81,9 @@ class Comparison:
     """A directory of ``baselines.compare`` runs and the command that produced them.
 
     ``steps``/``evals``/``config``: the budget its table scores every run at, as the
-    command's (last) ``compare`` call computes it (``compare.planned_env_steps``)."""
+    command's (last) ``compare`` call computes it (``compare.planned_env_steps``). A
+    ``config`` with ``{algo}`` in its path is one file per learner (the finals' configs);
+    learners without a file have no runs there."""
 
     key: str
     env: str
@@ -94,16 +96,23 @@ class Comparison:
     def path(self) -> Path:
         return RESULTS / self.key
 
+    def _config(self, algo: str) -> Optional[dict]:
+        path = ROOT / self.config.format(algo=algo) if self.config else None
+        if path is not None and "{algo}" in self.config and not path.exists():
+            return None
+        return compare.load_config(self.env, path)
+
     def budgets(self) -> Dict[str, int]:
-        cfg = compare.load_config(self.env, ROOT / self.config if self.config else None)
+        configs = {a: self._config(a) for a in compare.ALGORITHMS}
         return {
             a: compare.planned_env_steps(a, cfg, self.steps, self.evals)
-            for a in compare.ALGORITHMS
-            if compare.config_section(a) in cfg
+            for a, cfg in configs.items()
+            if cfg is not None and compare.config_section(a) in cfg
         }
 
     def env_kwargs(self) -> Dict[str, object]:
-        return compare.env_kwargs_of(compare.load_config(self.env, ROOT / self.config if self.config else None))
+        configs = [c for c in map(self._config, compare.ALGORITHMS) if c is not None]
+        return compare.env_kwargs_of(configs[0] if configs else compare.load_config(self.env))
 
 
 def _loop(env: str, algos: str, seeds: str, steps: int, evals: int, out: str, config: str = "") -> str:

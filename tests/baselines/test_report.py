@@ -278,3 +278,16 @@ def test_simulators_table_gives_each_learner_its_own_simulator_beside_the_protoc
         == "| shac_exact | 2 | MJX | 50.0 % [50.0, 50.0] | 75.0 % [75.0, 75.0] | 50.0 [50.0, 50.0] | 75.0 [75.0, 75.0] |"
     )
     assert lines[4] == "| brax_ppo | 1 | MJX | 50.0 % (one seed) | — | 50.0 (one seed) | — |"
+
+
+def test_a_comparison_with_one_config_per_learner_budgets_the_learners_that_have_one():
+    """The finals: ``config`` names one file per learner (``{algo}``); a learner without a
+    file has no budget, and every budget is the command's, rounded to the learner's batch."""
+    finals = report.Comparison(
+        "BoxPush-v0/finals", "BoxPush-v0", 2_097_152, 32, "", "baselines/configs/finals/BoxPush-v0.{algo}.json"
+    )
+    budgets = finals.budgets()
+    have = {a for a in compare.ALGORITHMS if (report.ROOT / finals.config.format(algo=a)).exists()}
+    assert set(budgets) == have and {"sb3_ppo", "brax_ppo"} <= have
+    assert all(abs(n - 2_097_152) <= 0.1 * 2_097_152 for n in budgets.values())
+    assert finals.env_kwargs() == {}
