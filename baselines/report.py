@@ -35,7 +35,8 @@ with its bootstrap interval), ``per_seed_success:DIR:ALGO``, ``per_seed_return:D
 ``apart:DIR:METRIC:ALGO:ALGO`` (whether the two seed-level intervals are disjoint),
 ``ahead:DIR:METRIC:ALGO:ALGO`` (the claim that the first is ahead: refused unless its
 seed-level interval lies entirely above the second's),
-``rliable:DIR`` (IQM and probability of improvement), ``simulators:DIR`` (final scores in
+``rliable:DIR`` (IQM and probability of improvement), ``gap:DIR`` (PPO's env steps and
+wall-clock to a success level over SHAC's, with bootstrap intervals), ``simulators:DIR`` (final scores in
 the protocol's simulator and in each learner's own),
 ``ref:ENV:POLICY`` (a reference level under the task's default physics) and ``steps:DIR``.
 """
@@ -536,6 +537,83 @@ def simulators_table(runs: Dict[str, List[List[compare.Row]]], env_kwargs: Dict[
     return "\n".join(lines)
 
 
+def _steps_to(seeds: List[List[compare.Row]], target: float, axis: str) -> np.ndarray:
+    """Per seed, the ``axis`` value (env steps or wall-clock) of the first evaluation whose
+    success reaches ``target``; inf for a seed that never does."""
+    out = []
+    for rows in seeds:
+        hit = next((row[axis] for row in rows if row["eval_success"] >= target), None)
+        out.append(math.inf if hit is None else float(hit))
+    return np.array(out)
+
+
+def ratio_interval(
+    slow: np.ndarray, fast: np.ndarray, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
+) -> Tuple[float, float, float]:
+    """(ratio of medians, lower, upper): ``median(slow) / median(fast)`` over seeds with a
+    95 % percentile bootstrap interval, each learner's seeds resampled with replacement
+    (stratified). A seed that never reaches the level counts as inf, so a ratio is inf
+    where ``slow``'s median never reaches it, 0 where ``fast``'s does not, and nan where
+    neither does; the bounds are nan when some resample has neither reaching it."""
+
+    def ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        with np.errstate(invalid="ignore"):
+            return np.where(np.isinf(a) & np.isinf(b), np.nan, a / b)
+
+    rng = np.random.default_rng(seed)
+    with np.errstate(invalid="ignore"):  # medians of seeds that never reach it: inf, as meant
+        point = float(ratio(np.median(slow), np.median(fast)))
+        a = np.median(slow[rng.integers(0, slow.size, (resamples, slow.size))], axis=1)
+        b = np.median(fast[rng.integers(0, fast.size, (resamples, fast.size))], axis=1)
+    r = ratio(a, b)
+    if np.isnan(r).any():
+        return point, math.nan, math.nan
+    # Order statistics, not interpolation (a bound between two inf ratios is inf, not nan).
+    return point, float(np.percentile(r, 2.5, method="lower")), float(np.percentile(r, 97.5, method="higher"))
+
+
+def gap_table(runs: Dict[str, List[List[compare.Row]]]) -> str:
+    """Per PPO and SHAC learner pair and success level (50 % and 90 % of the best seed-mean
+    success any learner reached): PPO's env steps to it over SHAC's, as a ratio of medians
+    over seeds with its bootstrap interval (``ratio_interval``), and the same in
+    wall-clock where every run of both ran alone (``compare.ran_alone``). inf: PPO's
+    median seed does not reach the level within the budget; 0: SHAC's does not."""
+    best = compare.best_success(runs)
+    pairs = [(p, a) for p in compare.PPO_ALGORITHMS if p in runs for a in runs if a.startswith("shac")]
+    if best <= 0 or not pairs:
+        return "(No success, or no PPO and SHAC pair: no gap to state.)"
+
+    def text(point: float, low: float, high: float) -> str:
+        def f(v: float) -> str:
+            return "∞" if math.isinf(v) else f"{v:.1f}"
+
+        unit = "" if math.isinf(point) else "x"
+        if math.isnan(point):
+            return "— (neither median seed reaches it)"
+        if math.isnan(low):
+            return f"{f(point)}{unit} (no interval: in some resamples neither reaches it)"
+        return f"{f(point)}{unit} [{f(low)}, {f(high)}]"
+
+    lines = [
+        "| PPO | SHAC | success level | PPO / SHAC env steps [95% bootstrap] | PPO / SHAC wall-clock [95% bootstrap] |",
+        "|---|---|---|---|---|",
+    ]
+    for ppo, shac in pairs:
+        alone = compare.ran_alone(runs[ppo]) and compare.ran_alone(runs[shac])
+        for level in (0.5, 0.9):
+            cells = []
+            for axis in ("env_steps", "wall_clock"):
+                if axis == "wall_clock" and not alone:
+                    cells.append("— (runs shared their CPUs)")
+                    continue
+                slow, fast = (_steps_to(runs[a], level * best, axis) for a in (ppo, shac))
+                cells.append(text(*ratio_interval(slow, fast)))
+            lines.append(f"| {ppo} | {shac} | {int(100 * level)} % of {_pct(best)} % | {cells[0]} | {cells[1]} |")
+    lines.append("")
+    lines.append("∞: PPO's median seed does not reach the level within the budget; 0.0x: SHAC's does not.")
+    return "\n".join(lines)
+
+
 def seed_table(runs: Dict[str, List[List[compare.Row]]]) -> str:
     """Per algorithm: final success and return of every seed, their seed mean with its
     bootstrap interval, and the pooled success with its Wilson interval."""
@@ -975,6 +1053,7 @@ class Page:
             "seeds": self.seeds_table,
             "rliable": self.rliable_text,
             "runs": self.run_table,
+            "gap": lambda key: gap_table(self.runs(key)[1]),
             "simulators": lambda key: simulators_table(self.runs(key)[1], COMPARISONS[key].env_kwargs()),
             "figure": self.figure,
             "file": self.file,

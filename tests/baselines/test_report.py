@@ -291,3 +291,37 @@ def test_a_comparison_with_one_config_per_learner_budgets_the_learners_that_have
     assert set(budgets) == have and {"sb3_ppo", "brax_ppo"} <= have
     assert all(abs(n - 2_097_152) <= 0.1 * 2_097_152 for n in budgets.values())
     assert finals.env_kwargs() == {}
+
+
+def test_ratio_interval_of_medians_over_seeds():
+    same = report.ratio_interval(np.full(5, 100.0), np.full(5, 10.0))
+    assert same == (10.0, 10.0, 10.0)
+    point, low, high = report.ratio_interval(np.array([100.0, 200.0, 300.0]), np.array([10.0, 20.0, 30.0]))
+    assert point == 10.0 and 100 / 30 <= low <= point <= high <= 300 / 10
+    assert report.ratio_interval(np.array([100.0, 200.0, 300.0]), np.array([10.0, 20.0, 30.0])) == (point, low, high)
+    never = report.ratio_interval(np.array([100.0, math.inf, math.inf]), np.array([10.0, 10.0, 10.0]))
+    assert math.isinf(never[0]) and never[1] == 10.0 and math.isinf(never[2])
+    assert report.ratio_interval(np.array([100.0]), np.array([math.inf])) == (0.0, 0.0, 0.0)
+    assert math.isnan(report.ratio_interval(np.array([math.inf]), np.array([math.inf]))[0])
+
+
+def test_gap_table_states_the_ratio_in_env_steps_and_wall_clock_only_for_runs_alone():
+    def run(steps_to_half, alone):
+        rows = []
+        for step in (0, 100, 200, 300):
+            rows.append(
+                dict(
+                    env_steps=step,
+                    wall_clock=step / 10,
+                    eval_success=1.0 if step >= steps_to_half else 0.0,
+                    others_cpu_time=0.0 if alone else step,
+                    cpus=1,
+                )
+            )
+        return rows
+
+    runs = {"sb3_ppo": [run(300, True)] * 3, "shac_exact": [run(100, True)] * 3}
+    lines = report.gap_table(runs).splitlines()
+    assert lines[2] == "| sb3_ppo | shac_exact | 50 % of 100.0 % | 3.0x [3.0, 3.0] | 3.0x [3.0, 3.0] |"
+    runs["shac_exact"] = [run(100, False)] * 3
+    assert report.gap_table(runs).splitlines()[2].endswith("| 3.0x [3.0, 3.0] | — (runs shared their CPUs) |")
