@@ -375,6 +375,10 @@ COMMANDS = {
                 "--contact-model moreau --levels moreau=300 --estimators exact --contact-options contact_margin=0.01",
                 "--contact-model penalty --levels penalty=300 --estimators exact",
                 "--contact-model penalty --levels penalty=300 --estimators exact --contact-options baumgarte=0",
+                "--contact-model penalty --levels penalty=300 --estimators exact --contact-options slip_velocity=0.01",
+                "--contact-model penalty --levels penalty=300 --estimators exact --contact-options slip_velocity=0.1",
+                "--contact-model penalty --levels penalty=300 --estimators exact "
+                "--contact-options baumgarte=0 slip_velocity=0.1",
             )
         ),
     ),

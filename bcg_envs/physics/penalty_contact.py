@@ -28,7 +28,10 @@ reports (distance ``dist``, point, frame with normal ``n`` from geom 1 to geom 2
   its ``w = 0``, and is the single-contact formula for one contact;
 * regularized Coulomb friction against the tangential slip ``v_t``, with ``N = max(1,
   sum of w over the contacts between the same two bodies)`` sharing the stopping impulse:
-  ``lambda_t = -min(mu lambda_n, s / (a_t N)) v_t / s``, ``s = sqrt(|v_t|^2 + eps^2)``;
+  ``lambda_t = -min(mu lambda_n, s / (a_t N)) v_t / s``, ``s = sqrt(|v_t|^2 + eps^2)``
+  (``eps`` = ``slip_velocity``: below it friction is viscous with gain ``mu lambda_n /
+  eps``; at 1 mm/s this ramp, not kappa, is what makes exact gradients explode on
+  PlanarHand's grasp, where 0.1 m/s brings them to the authors' model's level);
 * the impulses enter as generalized force ``J' lambda / h`` (``qfrc_constraint`` and
   ``qacc``), and the normal force ``lambda_n / h`` (N) is reported in the contact's first
   ``efc_force`` row, where the bundle trigger and the tasks read contact forces.
@@ -71,7 +74,7 @@ class PenaltyContact:
       baumgarte: fraction of the penetration pushed out per substep, in [0, 1]; 0 only
         stops the approach (no push-out term, as the BCG authors' impulses).
       slip_velocity: friction regularization ``eps`` (m/s): below it Coulomb friction
-        scales down with the slip speed.
+        scales down with the slip speed (a viscous ramp; narrower is stiffer).
     """
 
     kappa: float = 300.0
