@@ -28,7 +28,8 @@ of one ends above a random seed of the other, ties counting half) with its inter
 Placeholders (``{{kind:argument:...}}``): ``command:DIR``, ``table:DIR``, ``seeds:DIR``,
 ``figure:DIR`` (a comparison directory of ``COMPARISONS``); ``file:PATH`` (a generated
 Markdown file, e.g. ``BoxPush-v0/long/endings.md``); ``final_scores:DIR``; ``tuning:DIR``;
-``gradient:ENV:MODEL`` and ``gradient_figures:ENV``; ``contact_events:MODEL``;
+``gradient:ENV:MODEL`` (``gradient:ENV:MODEL:OPTIONS`` for a ``contact_options``
+variant) and ``gradient_figures:ENV``; ``contact_events:MODEL``;
 ``friction``; ``references``; and values for the prose: ``success:DIR:ALGO`` (pooled, with
 its Wilson interval), ``seed_success:DIR:ALGO`` and ``seed_return:DIR:ALGO`` (seed mean
 with its bootstrap interval), ``per_seed_success:DIR:ALGO``, ``per_seed_return:DIR:ALGO``,
@@ -334,7 +335,9 @@ COMMANDS = {
         f"    {_DECOMPOSITION}\n"
         f"for option in {' '.join(_PENALTY_OPTIONS)}; do\n"
         f"  {_GV_BOX} --contact-model penalty --levels penalty=300 --estimators exact \\\n"
-        f"      {_DECOMPOSITION} --contact-options $option\ndone"
+        f"      {_DECOMPOSITION} --contact-options $option\ndone\n"
+        f"{_GV_BOX} --contact-model penalty --levels penalty=50 penalty=3000 penalty=30000 \\\n"
+        f"    --estimators exact {_DECOMPOSITION} --contact-options baumgarte=0"
     ),
     "contact_events": "python -m baselines.contact_events",
     "contact_events_penalty": "for kappa in 50 100 300 500; do\n  python -m baselines.contact_events --env PlanarHand-v0 "
@@ -379,6 +382,8 @@ COMMANDS = {
                 "--contact-model penalty --levels penalty=300 --estimators exact --contact-options slip_velocity=0.1",
                 "--contact-model penalty --levels penalty=300 --estimators exact "
                 "--contact-options baumgarte=0 slip_velocity=0.1",
+                "--contact-model penalty --levels penalty=50 penalty=3000 penalty=30000 --estimators exact "
+                "--contact-options slip_velocity=0.1",
             )
         ),
     ),
@@ -773,21 +778,25 @@ def _gradient_cells(rows: Sequence[dict], others: Sequence[str]) -> List[str]:
     return cells
 
 
-def gradient_table(env_id: str, model: str) -> str:
+def gradient_table(env_id: str, model: str, options: str = "") -> str:
     """One row per stiffness level of ``model`` in ``<env>/gradient_variance.csv`` (``env_id``
-    may name a sweep folder under the env's, e.g. ``BoxPush-v0/moreau_decomposition``):
+    may name a sweep folder under the env's, e.g. ``BoxPush-v0/moreau_decomposition``), as
+    built or with the ``contact_options`` variant ``options`` (as the CSV records it, e.g.
+    ``baumgarte=0``):
     exact's total variance across starts (bootstrap 95 % interval) at H = 8, 32, 64 and its
     cosine to the smoothed reference at H = 64; bcg's variance ratio to exact (paired
     bootstrap) at H = 32, 64 and the range of its bundled fraction over H = 8, 32, 64; the
     other estimators' ratio at H = 64 where measured."""
     from baselines import gradient_variance as gv
 
-    # The model as built: no contact_options variant, and the timestep of the first block
-    # measured (a sweep's other timesteps are variants: ``decomposition_table``).
+    # One variant (as built: none), and the timestep of the first block measured (a
+    # sweep's other timesteps are variants: ``decomposition_table``).
     rows = [
         r
         for r in gv.read_rows(RESULTS / env_id)
-        if r["contact_model"] == model and not r.get("contact_options") and not gv.starts_tag(r.get("starts_source"))
+        if r["contact_model"] == model
+        and (r.get("contact_options") or "") == options
+        and not gv.starts_tag(r.get("starts_source"))
     ]
     rows = [r for r in rows if r.get("physics_dt") == rows[0].get("physics_dt")] if rows else rows
     levels = sorted({float(r["level"]) for r in rows}, reverse=model == "mujoco")

@@ -247,6 +247,37 @@ def test_starts_table_puts_the_scripted_starts_first_and_keeps_sources_apart(tmp
     assert len(lines) == 4
 
 
+def test_gradient_table_shows_one_contact_options_variant_across_levels(tmp_path, monkeypatch):
+    from baselines import gradient_variance as gv
+
+    def row(options, level, variance):
+        r = {c: "" for c in gv.COLUMNS}
+        r.update(
+            env="BoxPush-v0",
+            contact_model="penalty",
+            contact_options=options,
+            level=str(level),
+            estimator="exact",
+            horizon="64",
+            starts="8",
+            variance=str(variance),
+            variance_lo=str(variance),
+            variance_hi=str(variance),
+            cosine_to_reference="0.5",
+            bundled_fraction="0",
+        )
+        return r
+
+    gv.append_rows(
+        [row("", 300.0, 9e9), row("baumgarte=0", 300.0, 2.0), row("baumgarte=0", 30000.0, 5.0)], tmp_path / "sweep"
+    )
+    monkeypatch.setattr(report, "RESULTS", tmp_path)
+    built = report.gradient_table("sweep", "penalty").splitlines()[2:]
+    variant = report.gradient_table("sweep", "penalty", "baumgarte=0").splitlines()[2:]
+    assert built == ["| 300 | 8 | — | — | 9.0e9 | 0.50 | — | — | — |"]
+    assert variant == ["| 300 | 8 | — | — | 2 | 0.50 | — | — | — |", "| 30000 | 8 | — | — | 5 | 0.50 | — | — | — |"]
+
+
 def test_simulators_table_gives_each_learner_its_own_simulator_beside_the_protocol():
     def run(success, own):
         rows = [
