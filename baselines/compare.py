@@ -31,7 +31,7 @@ so far because the gradient was non-finite or above ``max_grad_norm``) and
 the other learners; ``cpu_time, others_cpu_time, cpus``, which say whether the wall-clock
 is a timing (the run's own CPU seconds, the CPU seconds other processes spent on the CPUs
 it could run on, and how many CPUs those were, over training with evaluation left out;
-tables show a wall-clock as a timing only where others took at most ``ALONE`` of them:
+tables show a wall-clock as a timing only where others took at most ``cpu_clock.ALONE`` of them:
 pin each job to a core of its own, ``taskset -c 0 python -m baselines.compare ...``);
 ``train_sim_return, train_sim_success``: at the budget, a learner that trains in another
 simulator than the protocol's (``training_backend``) is also scored in its own, on the
@@ -59,14 +59,13 @@ import functools
 import inspect
 import json
 import math
-import os
-import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
+from baselines import cpu_clock
 from bcg_envs.physics.simulator import KAPPA_MODELS
 from bcg_envs.stats import format_success, wilson_interval
 
@@ -94,10 +93,6 @@ CSV_FIELDS = (
 )
 #: The columns that count things: read back as ints, so a resumed run rewrites them as written.
 COUNT_FIELDS = ("env_steps", "eval_episodes")
-#: A run's wall-clock is a timing only when other processes took at most this share of the
-#: CPUs it could run on (``contention``): runs pinned one per core (``taskset -c N``) with
-#: nothing else on their core.
-ALONE = 0.05
 #: Simulated control steps per env step of the derivative-free learners (a forward step).
 FORWARD_ONLY = 1.0
 #: A run counts as complete when its last row reaches this fraction of the budget (Brax
@@ -320,65 +315,6 @@ def jax_policy(make_policy, params) -> Callable[[np.ndarray], np.ndarray]:
     return lambda obs: np.asarray(policy(jnp.asarray(obs), key)[0])
 
 
-def _busy_cpu_seconds(cpus: frozenset) -> float:
-    """CPU seconds every process has spent on ``cpus`` since boot (Linux ``/proc/stat``:
-    user, nice, system, irq, softirq and steal ticks); nan where it cannot be read."""
-    try:
-        lines = Path("/proc/stat").read_text().splitlines()
-        hz = os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError):
-        return float("nan")
-    ticks = 0
-    for line in lines:
-        name, *fields = line.split()
-        if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cpus:
-            user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in fields[:8])
-            ticks += user + nice + system + irq + softirq + steal
-    return ticks / hz
-
-
-class CpuMeter:
-    """Training-time clocks of one run, with evaluation left out: wall-clock, this process's
-    CPU time (all threads), and the CPU time other processes spent on the CPUs this process
-    may run on (``os.sched_getaffinity``). ``pause()`` before an evaluation, ``resume()``
-    after it; ``totals()`` is ``(wall, own CPU, others' CPU)`` in seconds so far."""
-
-    def __init__(self) -> None:
-        self.cpus = frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else frozenset()
-        self._totals = np.zeros(3)
-        self._mark: Optional[np.ndarray] = None
-        self.resume()
-
-    def _now(self) -> np.ndarray:
-        return np.array([time.perf_counter(), time.process_time(), _busy_cpu_seconds(self.cpus)])
-
-    def resume(self) -> None:
-        self._mark = self._now()
-
-    def pause(self) -> None:
-        if self._mark is not None:
-            self._totals += self._now() - self._mark
-            self._mark = None
-
-    def totals(self) -> Tuple[float, float, float]:
-        wall, own, busy = self._totals + (self._now() - self._mark if self._mark is not None else 0.0)
-        return float(wall), float(own), max(float(busy - own), 0.0)
-
-
-def contention(row: Row) -> float:
-    """Share of the run's CPUs that other processes used while it trained, at ``row``
-    (nan for CSVs written before it was measured)."""
-    return float(row.get("others_cpu_time", float("nan"))) / (
-        float(row["wall_clock"]) * float(row.get("cpus", float("nan")))
-    )
-
-
-def ran_alone(seeds: List[List[Row]]) -> bool:
-    """Whether every run's wall-clock is a timing: at most ``ALONE`` of its CPUs taken by
-    other processes (``contention``) over the whole run."""
-    return all(contention(rows[-1]) <= ALONE for rows in seeds)
-
-
 class Recorder:
     """The rows of one run, appended to its CSV as they are measured.
 
@@ -409,7 +345,7 @@ class Recorder:
         self.train_backend = train_backend if own else ""
         self.rows: List[Row] = []
         self._offset = np.zeros(3)  # wall, own CPU, others' CPU of the rows a resumed run kept
-        self._meter = CpuMeter()
+        self._meter = cpu_clock.CpuMeter()
         self._started = False  # the CSV is rewritten by the first record or resume_from
 
     def resume_from(self, env_steps: int) -> None:
@@ -860,7 +796,7 @@ def summary_table(runs: Dict[str, List[List[Row]]], reference: str = "sb3_ppo") 
     final episode length, env steps to 90% of the reference's final return, env steps to
     50 % and 90 % of the best success any algorithm reached (medians over the seeds that
     reach it, how many do), simulated control steps, wall-clock to the end and to the two
-    success levels (only where every seed ran alone on its CPUs, ``ran_alone``: otherwise
+    success levels (only where every seed ran alone on its CPUs, ``cpu_clock.ran_alone``: otherwise
     the end's wall-clock is marked "shared" and the levels' are "—"), and the run's own
     CPU time. Under the table, the gap: each PPO's env steps to each success level over
     each SHAC variant's."""
@@ -883,7 +819,7 @@ def summary_table(runs: Dict[str, List[List[Row]]], reference: str = "sb3_ppo") 
     for algo, seeds in runs.items():
         finals = np.array([r[-1]["eval_return"] for r in seeds])
         wall = np.mean([r[-1]["wall_clock"] for r in seeds])
-        alone = ran_alone(seeds)
+        alone = cpu_clock.ran_alone(seeds)
         wall_text = f"{wall:.0f}" if alone else f"{wall:.0f} (shared)"
         cpu = np.array([r[-1]["cpu_time"] for r in seeds], float)
         cpu_text = f"{cpu.mean():.0f}" if np.all(np.isfinite(cpu)) else "—"

@@ -57,7 +57,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from baselines import compare
+from baselines import compare, cpu_clock
 from bcg_envs.stats import format_success, wilson_interval
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -585,7 +585,7 @@ def gap_table(runs: Dict[str, List[List[compare.Row]]]) -> str:
     """Per PPO and SHAC learner pair and success level (50 % and 90 % of the best seed-mean
     success any learner reached): PPO's env steps to it over SHAC's, as a ratio of medians
     over seeds with its bootstrap interval (``ratio_interval``), and the same in
-    wall-clock where every run of both ran alone (``compare.ran_alone``). inf: PPO's
+    wall-clock where every run of both ran alone (``cpu_clock.ran_alone``). inf: PPO's
     median seed does not reach the level within the budget; 0: SHAC's does not."""
     best = compare.best_success(runs)
     pairs = [(p, a) for p in compare.PPO_ALGORITHMS if p in runs for a in runs if a.startswith("shac")]
@@ -608,7 +608,7 @@ def gap_table(runs: Dict[str, List[List[compare.Row]]]) -> str:
         "|---|---|---|---|---|",
     ]
     for ppo, shac in pairs:
-        alone = compare.ran_alone(runs[ppo]) and compare.ran_alone(runs[shac])
+        alone = cpu_clock.ran_alone(runs[ppo]) and cpu_clock.ran_alone(runs[shac])
         for level in (0.5, 0.9):
             cells = []
             for axis in ("env_steps", "wall_clock"):

@@ -8,7 +8,7 @@ import os
 import numpy as np
 import pytest
 
-from baselines import compare
+from baselines import compare, cpu_clock
 
 
 @pytest.fixture
@@ -413,9 +413,9 @@ def _fake_clocks(monkeypatch, ticks):
     def advance():
         current["now"] = next(readings)
 
-    monkeypatch.setattr(compare.time, "perf_counter", lambda: (advance(), current["now"][0])[1])
-    monkeypatch.setattr(compare.time, "process_time", lambda: current["now"][1])
-    monkeypatch.setattr(compare, "_busy_cpu_seconds", lambda cpus: current["now"][2])
+    monkeypatch.setattr(cpu_clock.time, "perf_counter", lambda: (advance(), current["now"][0])[1])
+    monkeypatch.setattr(cpu_clock.time, "process_time", lambda: current["now"][1])
+    monkeypatch.setattr(cpu_clock, "busy_cpu_seconds", lambda cpus: current["now"][2])
 
 
 def test_cpu_columns_leave_evaluation_out_and_continue_on_resume(tmp_path, monkeypatch, fixed_evaluation):
@@ -436,66 +436,6 @@ def test_cpu_columns_leave_evaluation_out_and_continue_on_resume(tmp_path, monke
     resumed.record(200, lambda obs: obs, 600.0)
     last = compare.read_rows(path)[-1]
     assert (last["wall_clock"], last["cpu_time"], last["others_cpu_time"]) == (24, 20, 10)
-
-
-def test_wall_clock_is_a_timing_only_for_runs_that_ran_alone(tmp_path):
-    def run(name, others):
-        compare.write_csv(
-            tmp_path / name,
-            [
-                dict(
-                    env_steps=0,
-                    wall_clock=0.0,
-                    eval_return=0.0,
-                    eval_success=0.0,
-                    eval_episodes=64,
-                    cpu_time=0.0,
-                    others_cpu_time=0.0,
-                    cpus=1,
-                ),
-                dict(
-                    env_steps=100,
-                    wall_clock=50.0,
-                    eval_return=1.0,
-                    eval_success=1.0,
-                    eval_episodes=64,
-                    cpu_time=48.0,
-                    others_cpu_time=others * 50.0,
-                    cpus=1,
-                ),
-                dict(
-                    env_steps=200,
-                    wall_clock=100.0,
-                    eval_return=1.0,
-                    eval_success=1.0,
-                    eval_episodes=64,
-                    cpu_time=96.0,
-                    others_cpu_time=others * 100.0,
-                    cpus=1,
-                ),
-            ],
-        )
-
-    run("shac_exact_seed0.csv", 0.01)
-    run("sb3_ppo_seed0.csv", 0.5)
-    runs = compare.read_runs(tmp_path)
-    assert compare.ran_alone(runs["shac_exact"]) and not compare.ran_alone(runs["sb3_ppo"])
-    lines = compare.summary_table(runs).splitlines()
-    shac = next(line for line in lines if line.startswith("| shac_exact"))
-    ppo = next(line for line in lines if line.startswith("| sb3_ppo"))
-    assert shac.endswith("| 100 | 50 / 50 | 96 |")
-    assert ppo.endswith("| 100 (shared) | — / — | 96 |")
-
-
-def test_busy_cpu_seconds_reads_the_machine_clock():
-    """Every process's CPU time on the CPUs this one may use, from /proc/stat: finite and
-    not decreasing on Linux."""
-    if not compare.Path("/proc/stat").exists():
-        pytest.skip("no /proc/stat")
-    cpus = compare.CpuMeter().cpus
-    first = compare._busy_cpu_seconds(cpus)
-    sum(i * i for i in range(200_000))
-    assert math.isfinite(first) and compare._busy_cpu_seconds(cpus) >= first > 0
 
 
 def test_the_training_simulator_of_each_learner():
