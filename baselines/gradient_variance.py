@@ -34,9 +34,11 @@ the landing's touchdown (joint velocities jittered for repeats), with zero resid
 (the reference pose). The same starts (cached in ``gradient_variance_starts_*.npz``) serve every level and
 contact model. Each start has its own PRNG seed for the estimators' samples.
 
-Policy starts (``--starts-policy PATH.npz``, BoxPush-v0 and PlanarHand-v0): the same search
+Policy starts (``--starts-policy PATH.npz``, every task): the same search
 (seeds 0, 1, ..., MuJoCo C, ``--lead-steps`` before the first contact above
-``--contact-threshold``) in episodes of an exported trained policy (``bcg_envs.export``,
+``--contact-threshold``; on G1Jump-v0 the first such contact after a step without any, the
+landing's touchdown, with the reference frame of that step as the start's ``ref_start``)
+in episodes of an exported trained policy (``bcg_envs.export``,
 e.g. ``assets/policies/BoxPush-v0.npz``, run deterministically) in place of the scripted
 controller, each start's action sequence being the policy's actions from there: the
 states a learner's policy actually visits. Their cache ends in ``_policy-<stem>.npz``,
@@ -107,8 +109,11 @@ EXPLODED_OVER_EXACT = 1e3
 RATIO_EXPLODED = 1e6
 #: Default starts per env (G1 rollouts cost ~30x BoxPush's).
 DEFAULT_STARTS = {"BoxPush-v0": 64, "PlanarHand-v0": 64, "G1Jump-v0": 16}
-#: Contact force (N) whose first excess marks the contact event of a scripted episode.
-CONTACT_THRESHOLD = {"BoxPush-v0": 1.0, "PlanarHand-v0": 1.0}
+#: Contact force (N) whose first excess marks the contact event of a scripted or policy
+#: episode (G1Jump: the first after a flight phase, the landing's touchdown).
+CONTACT_THRESHOLD = {"BoxPush-v0": 1.0, "PlanarHand-v0": 1.0, "G1Jump-v0": 1.0}
+#: Tasks whose contact event is the first contact after a step without any (a landing).
+AFTER_FLIGHT = ("G1Jump-v0",)
 SCRIPTED = {"BoxPush-v0": "bcg_envs.envs.box_push.scripted", "PlanarHand-v0": "bcg_envs.envs.planar_hand.scripted"}
 ENVS = ("BoxPush-v0", "PlanarHand-v0", "G1Jump-v0")
 
@@ -322,10 +327,8 @@ def policy_starts(
     if policy.env_id and policy.env_id != env_id:
         raise ValueError(f"{path} is a policy of {policy.env_id}, not of {env_id}")
     found = _episode_starts(env_id, policy, n, steps, threshold, lead, max_seeds, f"{path.name} policy")
-    source = (
-        f"policy {path.name} episodes (deterministic; seeds 0..), {lead} steps before the first contact "
-        f"> {threshold:g} N"
-    )
+    event = "the first touchdown after a flight" if env_id in AFTER_FLIGHT else "the first contact"
+    source = f"policy {path.name} episodes (deterministic; seeds 0..), {lead} steps before {event} > {threshold:g} N"
     return Starts(*found, source)
 
 
@@ -351,7 +354,7 @@ def _episode_starts(
     found: List[tuple] = []
     try:
         for seed in range(max_seeds or 20 * n):
-            start = _scripted_start(env, policy, seed, steps, threshold, lead, task_keys)
+            start = _scripted_start(env, policy, seed, steps, threshold, lead, task_keys, env_id in AFTER_FLIGHT)
             if start is not None:
                 found.append(start)
             if len(found) == n:
@@ -390,17 +393,32 @@ def _task_keys(env) -> List[str]:
     return list(jax.eval_shape(env.initial_state, jax.random.PRNGKey(0))[2])
 
 
-def _scripted_start(env, policy, seed: int, steps: int, threshold: float, lead: int, task_keys: Sequence[str]):
-    """(qpos, qvel, task info, actions (steps, nu)) of one episode, or None."""
+def _scripted_start(
+    env,
+    policy,
+    seed: int,
+    steps: int,
+    threshold: float,
+    lead: int,
+    task_keys: Sequence[str],
+    after_flight: bool = False,
+):
+    """(qpos, qvel, task info, actions (steps, nu)) of one episode, or None. The event is
+    the first step whose contact force exceeds ``threshold``; ``after_flight``: the first
+    such step after a step without contact force. The task info is the one a fresh state
+    needs to continue the episode from the start: where the task follows a reference clip
+    (``ref_start``, read at ``ref_start + step``), the start's frame becomes its
+    ``ref_start``, since a fresh state counts its steps from 0."""
     obs, _ = env.reset(seed=seed)
-    states, actions, t_contact = [], [], None
+    states, actions, t_contact, airborne = [], [], None, not after_flight
     while t_contact is None or len(actions) < t_contact - lead + steps:
         states.append(env.unwrapped.get_state()[:2])
         action = np.asarray(policy(obs), np.float32)
         obs, _, terminated, truncated, info = env.step(action)
         actions.append(action)
-        if t_contact is None and info["max_contact_force"] > threshold:
+        if t_contact is None and airborne and info["max_contact_force"] > threshold:
             t_contact = len(actions) - 1
+        airborne = airborne or info["max_contact_force"] == 0.0
         if terminated or truncated:
             break
     if t_contact is None or t_contact < lead:
@@ -409,9 +427,11 @@ def _scripted_start(env, policy, seed: int, steps: int, threshold: float, lead: 
     seq = np.zeros((steps, len(actions[0])), np.float32)
     tail = np.asarray(actions[t0 : t0 + steps])
     seq[: len(tail)] = tail
-    task = env.unwrapped.task_info()
+    task = {k: np.asarray(v) for k, v in env.unwrapped.task_info().items() if k in task_keys}
+    if "ref_start" in task:
+        task["ref_start"] = np.asarray(task["ref_start"] + t0, task["ref_start"].dtype)
     qpos, qvel = states[t0]
-    return qpos, qvel, {k: np.asarray(task[k]) for k in task_keys}, seq
+    return qpos, qvel, task, seq
 
 
 def reference_starts(env_id: str, n: int, steps: int, lead: int, seed: int = 0) -> Starts:
@@ -462,12 +482,10 @@ def find_starts(
     policy: Optional[Path | str] = None,
 ) -> Starts:
     """The sweep's starts, cached in ``out_dir`` so that a resumed sweep uses the same;
-    ``policy``: an exported policy's episodes in place of the scripted controller's (BoxPush
-    and PlanarHand; its cache file's name ends in ``_policy-<stem>``)."""
-    if policy is not None and env_id not in SCRIPTED:
-        raise ValueError(f"{env_id}: policy starts need a contact event; only {list(SCRIPTED)} have one")
+    ``policy``: an exported policy's episodes in place of the scripted controller's (or G1's
+    reference frames; its cache file's name ends in ``_policy-<stem>``)."""
     name = f"gradient_variance_starts_n{n}_T{steps}_lead{lead}"
-    if env_id in SCRIPTED:
+    if env_id in SCRIPTED or policy is not None:
         threshold = CONTACT_THRESHOLD[env_id] if threshold is None else threshold
         name += f"_force{threshold:g}"
     if policy is not None:
@@ -1290,7 +1308,7 @@ def main(argv: Optional[List[str]] = None) -> List[dict]:
     )
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples")
     parser.add_argument(
-        "--contact-threshold", type=float, default=None, help="N; the contact event of a scripted episode"
+        "--contact-threshold", type=float, default=None, help="N; the contact event of a scripted or policy episode"
     )
     parser.add_argument("--lead-steps", type=int, default=2, help="control steps between a start and its contact event")
     parser.add_argument(
@@ -1298,7 +1316,8 @@ def main(argv: Optional[List[str]] = None) -> List[dict]:
         default=None,
         metavar="PATH.npz",
         help="find the starts in episodes of this exported policy (bcg_envs.export, deterministic; e.g. "
-        "assets/policies/BoxPush-v0.npz) instead of the scripted controller's; BoxPush-v0 and PlanarHand-v0",
+        "assets/policies/BoxPush-v0.npz) instead of the scripted controller's (G1Jump-v0: the reference "
+        "frames'); on G1Jump-v0 the event is the first touchdown after a flight",
     )
     parser.add_argument(
         "--quick",
@@ -1317,8 +1336,6 @@ def main(argv: Optional[List[str]] = None) -> List[dict]:
         options = parse_contact_options(args.contact_options)
         models = select_models(args.contact_model, args.levels, args.physics_dt, args.quick, options)
         if args.starts_policy is not None:
-            if args.env not in SCRIPTED:
-                raise ValueError(f"--starts-policy: {args.env} has no contact event; only {list(SCRIPTED)}")
             if not Path(args.starts_policy).is_file():
                 raise ValueError(f"--starts-policy {args.starts_policy}: no such file")
     except ValueError as e:

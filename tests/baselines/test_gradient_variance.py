@@ -490,9 +490,10 @@ def test_starts_policy_from_the_command_line(tmp_path, monkeypatch):
     assert gv.main([*argv, "--starts-policy", path]) == [] and seen["policy"] == path
     seen.clear()
     assert gv.main(argv) == [] and seen["policy"] is None
-    for bad in (["--starts-policy", str(tmp_path / "missing.npz")], ["--env", "G1Jump-v0", "--starts-policy", path]):
-        with pytest.raises(SystemExit):
-            gv.main([*argv, *bad])
+    g1 = str(_shipped_policy("G1Jump-v0"))
+    assert gv.main([*argv, "--env", "G1Jump-v0", "--starts-policy", g1]) == [] and seen["policy"] == g1
+    with pytest.raises(SystemExit):
+        gv.main([*argv, "--starts-policy", str(tmp_path / "missing.npz")])
 
 
 def test_policy_starts_differ_from_scripted_ones_and_are_cached_apart(tmp_path):
@@ -519,8 +520,25 @@ def test_policy_starts_differ_from_scripted_ones_and_are_cached_apart(tmp_path):
     assert again.source == learned.source
     with pytest.raises(ValueError, match="G1Jump-v0"):
         gv.policy_starts("BoxPush-v0", _shipped_policy("G1Jump-v0"), 1, 1, 1.0, 2)
-    with pytest.raises(ValueError, match="contact event"):
+    with pytest.raises(ValueError, match="not of G1Jump-v0"):
         gv.find_starts("G1Jump-v0", 1, 1, tmp_path, policy=policy)
+
+
+def test_g1_policy_starts_sit_before_the_landing_of_the_reference(tmp_path):
+    """G1Jump: starts 2 steps before the first touchdown after a flight in the shipped
+    policy's episodes. A tracking policy lands near the clip's own touchdown, so each
+    start's ``ref_start`` (the episode's first frame plus the start's step) lies within 10
+    frames (0.2 s) of the clip's touchdown minus the lead, as the clip's contact labels give it;
+    without the shift by the start's step it would be the episode's random first frame."""
+    import bcg_envs
+
+    starts = gv.find_starts("G1Jump-v0", 3, 4, tmp_path, policy=_shipped_policy("G1Jump-v0"))
+    assert "touchdown after a flight" in starts.source and starts.actions.shape[:2] == (3, 4)
+    ref = bcg_envs.make_jax("G1Jump-v0").reference
+    airborne = ~np.any(ref.foot_contact > 0.5, axis=1)
+    touchdown = int(np.flatnonzero(airborne[:-1] & ~airborne[1:])[0]) + 1
+    frames = starts.task_info["ref_start"]
+    assert np.all(np.abs(frames + 2 - touchdown) <= 10), (frames, touchdown)
 
 
 def test_policy_rows_name_the_policy_and_are_skipped_apart_from_scripted_ones(tmp_path):
