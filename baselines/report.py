@@ -395,6 +395,10 @@ COMMANDS = {
             "--contact-model moreau --levels moreau=100 moreau=1000 moreau=3000 --estimators exact "
             "--out baselines/results/G1Jump-v0/moreau",
             "--contact-model moreau --levels moreau=300 --estimators bcg --out baselines/results/G1Jump-v0/moreau",
+            "--contact-model moreau --levels moreau=300 --estimators exact --out baselines/results/G1Jump-v0/moreau "
+            "--starts-policy assets/policies/G1Jump-v0.shac_exact.npz",
+            "--contact-model moreau --levels moreau=300 --estimators bcg --out baselines/results/G1Jump-v0/moreau "
+            "--starts-policy assets/policies/G1Jump-v0.shac_exact.npz",
         ),
     ),
     "references": "python -m baselines.report --references",
@@ -851,8 +855,8 @@ def decomposition_table(sweep: str, model: str, level: str) -> str:
 
 def starts_table(sweep: str, model: str, level: str) -> str:
     """One row per source of start states of ``model`` as built at stiffness ``level`` in
-    ``<sweep>/gradient_variance.csv``: the scripted controller's episodes first, then each
-    policy's (``--starts-policy``); the columns of ``gradient_table``."""
+    ``<sweep>/gradient_variance.csv``: the scripted controller's episodes (G1: the reference
+    frames) first, then each policy's (``--starts-policy``); the columns of ``gradient_table``."""
     from baselines import gradient_variance as gv
 
     rows = [
@@ -870,7 +874,8 @@ def starts_table(sweep: str, model: str, level: str) -> str:
     lines = _gradient_head("starts from", [])
     for tag in sources:
         block = [r for r in rows if gv.starts_tag(r.get("starts_source")) == tag]
-        label = f"`{tag}`" if tag else "scripted controller"
+        reference = (block[0].get("starts_source") or "").startswith("reference frames")
+        label = f"`{tag}`" if tag else ("reference frames" if reference else "scripted controller")
         lines.append("| " + " | ".join([label] + _gradient_cells(block, [])) + " |")
     return "\n".join(lines)
 
