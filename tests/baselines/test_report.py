@@ -212,29 +212,47 @@ def test_run_table_lists_complete_runs_with_their_counters(tmp_path, monkeypatch
     ]
 
 
+def _sweep_row(model, options, level, variance, **fields):
+    """One ``gradient_variance.csv`` row of 8 starts: exact at H=64 unless ``fields`` say
+    otherwise, its variance interval collapsed to ``variance``."""
+    from baselines import gradient_variance as gv
+
+    r = {c: "" for c in gv.COLUMNS}
+    r.update(
+        env="BoxPush-v0",
+        contact_model=model,
+        contact_options=options,
+        level=str(float(level)),
+        estimator="exact",
+        horizon="64",
+        starts="8",
+        variance=str(variance),
+        variance_lo=str(variance),
+        variance_hi=str(variance),
+        cosine_to_reference="0.5",
+        bundled_fraction="0",
+    )
+    r.update(fields)
+    return r
+
+
 def test_starts_table_puts_the_scripted_starts_first_and_keeps_sources_apart(tmp_path, monkeypatch):
     from baselines import gradient_variance as gv
 
     def row(source, estimator, horizon, variance):
-        r = {c: "" for c in gv.COLUMNS}
-        r.update(
-            env="BoxPush-v0",
-            contact_model="moreau",
-            level="300.0",
+        return _sweep_row(
+            "moreau",
+            "",
+            300.0,
+            variance,
             estimator=estimator,
             horizon=str(horizon),
-            starts="8",
-            variance=str(variance),
-            variance_lo=str(variance),
-            variance_hi=str(variance),
+            starts_source=source,
             variance_ratio="0.5",
             ratio_lo="0.5",
             ratio_hi="0.5",
-            cosine_to_reference="0.5",
             bundled_fraction="0.1",
-            starts_source=source,
         )
-        return r
 
     policy = "policy p.npz episodes (deterministic; seeds 0..), 2 steps before the first contact > 1 N"
     scripted = "scripted episodes (seeds 0..), 2 steps before the first contact > 1 N"
@@ -251,22 +269,7 @@ def test_gradient_table_shows_one_contact_options_variant_across_levels(tmp_path
     from baselines import gradient_variance as gv
 
     def row(options, level, variance):
-        r = {c: "" for c in gv.COLUMNS}
-        r.update(
-            env="BoxPush-v0",
-            contact_model="penalty",
-            contact_options=options,
-            level=str(level),
-            estimator="exact",
-            horizon="64",
-            starts="8",
-            variance=str(variance),
-            variance_lo=str(variance),
-            variance_hi=str(variance),
-            cosine_to_reference="0.5",
-            bundled_fraction="0",
-        )
-        return r
+        return _sweep_row("penalty", options, level, variance)
 
     gv.append_rows(
         [row("", 300.0, 9e9), row("baumgarte=0", 300.0, 2.0), row("baumgarte=0", 30000.0, 5.0)], tmp_path / "sweep"
