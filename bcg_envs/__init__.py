@@ -25,7 +25,8 @@ with contextlib.redirect_stdout(io.StringIO()):
     from mujoco import mjx  # noqa: E402, F401
 
 from bcg_envs.compile_cache import enable_default_compile_cache  # noqa: E402
-from bcg_envs.gradients.config import ESTIMATORS, BundleConfig  # noqa: E402
+from bcg_envs.gradients.config import BundleConfig  # noqa: E402
+from bcg_envs.gradients.registry import ESTIMATORS  # noqa: E402
 from bcg_envs.registry import list_envs, make_jax, register_all  # noqa: E402
 
 __version__ = "0.1.0"

@@ -14,7 +14,7 @@ from typing import Dict, List, Sequence
 
 import numpy as np
 
-from bcg_envs.gradients.config import ESTIMATORS
+from bcg_envs.gradients.registry import ESTIMATORS
 
 
 def device_summary() -> str:

@@ -453,7 +453,7 @@ def _cmd_export(args) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     from bcg_envs.export import FORMATS
-    from bcg_envs.gradients.config import ESTIMATORS
+    from bcg_envs.gradients.registry import ESTIMATORS
 
     parser = argparse.ArgumentParser(prog="bcg-envs", description=DESCRIPTION, formatter_class=_HelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)

@@ -25,7 +25,7 @@ import numpy as np
 
 from bcg_envs.envs.box_push.endings import episode_endings
 from bcg_envs.envs.box_push.scripted import do_nothing, scripted_push
-from bcg_envs.gradients.config import ESTIMATORS
+from bcg_envs.gradients.registry import ESTIMATORS
 from bcg_envs.stats import format_success, success_summary
 
 #: The demo's sections, in the order they run.

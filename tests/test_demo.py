@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bcg_envs import demo
-from bcg_envs.gradients.config import ESTIMATORS
+from bcg_envs.gradients.registry import ESTIMATORS
 
 
 @pytest.mark.integration

@@ -6,7 +6,7 @@ import dataclasses
 import math
 from typing import Optional, Tuple, Union
 
-from bcg_envs.gradients.registry import ESTIMATORS, FIRST_ORDER_SAMPLES, Estimator, resolve  # noqa: F401 (re-exported)
+from bcg_envs.gradients.registry import Estimator, resolve
 
 #: When ``bcg`` bundles (``BundleConfig.trigger``).
 TRIGGERS = ("force", "onset")
