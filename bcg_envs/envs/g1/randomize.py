@@ -1,8 +1,8 @@
 """G1 domain randomization as a JAX function in MuJoCo Playground's ``randomization_fn`` shape.
 
 ``domain_randomize(model, rng)`` draws what ``tracking.randomize_model`` draws once per env
-instance on the MuJoCo C model, from the same ranges (``config["randomization"]`` of
-``tracking.default_config``), for a batch of keys: the per-episode randomization of
+instance on the MuJoCo C model, from the same ranges (``config["randomization"]``, by default
+``DEFAULT_RANGES``), for a batch of keys: the per-episode randomization of
 ``make_jax("G1Squat-v0", randomize="episode")``. Per key:
 
 * foot-floor sliding friction ~ U(``friction``) (0.3, 1.2), one value for the eight foot
@@ -44,16 +44,16 @@ RANDOMIZED_FIELDS = (
     "dof_invweight0",
 )
 
+#: The default ranges of ``config["randomization"]`` (the G1 tasks' ``default_config``),
+#: each a uniform ``(low, high)``.
+DEFAULT_RANGES: Mapping[str, Tuple[float, float]] = {
+    "friction": (0.3, 1.2),  # foot-floor sliding friction
+    "link_mass_scale": (0.8, 1.2),  # every link's mass and inertia
+    "base_mass_offset": (-3.0, 3.0),  # kg added to the pelvis
+    "pd_gain_scale": (0.8, 1.2),  # kp and kv of every actuator
+}
 #: Keys of ``config["randomization"]`` that ``domain_randomize`` reads.
-RANGE_KEYS = ("friction", "link_mass_scale", "base_mass_offset", "pd_gain_scale")
-
-
-def default_ranges() -> Mapping[str, Tuple[float, float]]:
-    """The ranges of ``tracking.default_config()["randomization"]``."""
-    from bcg_envs.envs.g1.tracking import default_config
-
-    cfg = default_config()["randomization"]
-    return {k: tuple(cfg[k]) for k in RANGE_KEYS}
+RANGE_KEYS = tuple(DEFAULT_RANGES)
 
 
 def check_ranges(ranges: Mapping[str, Any]) -> None:
@@ -90,8 +90,8 @@ def domain_randomize(
     """``(model, in_axes)`` for a batch of keys ``rng`` (``(n, 2)``): ``model`` with a
     leading axis of size n on ``RANDOMIZED_FIELDS`` (one draw per key) and ``in_axes`` 0
     there, None elsewhere. ``ranges``: ``config["randomization"]`` (its ``RANGE_KEYS``;
-    None: the defaults, ``default_ranges()``)."""
-    ranges = default_ranges() if ranges is None else ranges
+    None: ``DEFAULT_RANGES``)."""
+    ranges = DEFAULT_RANGES if ranges is None else ranges
     check_ranges(ranges)
     foot, pairs, pelvis = _indices(model)
     nbody, nu = model.nbody, model.nu

@@ -80,7 +80,7 @@ from bcg_envs.envs.g1.quaternions import (
     quat_rotate_inverse,
     quat_to_6d,
 )
-from bcg_envs.envs.g1.randomize import RANGE_KEYS, check_ranges, domain_randomize
+from bcg_envs.envs.g1.randomize import DEFAULT_RANGES, RANGE_KEYS, check_ranges, domain_randomize
 from bcg_envs.physics.model_fields import RandomizationFn
 
 
@@ -133,10 +133,8 @@ def default_config() -> Dict[str, Any]:
         # randomize="episode" to draw them at every reset instead (randomize.py).
         "randomization": {
             "seed": 0,  # model parameters are drawn once per env instance from this seed
-            "friction": (0.3, 1.2),  # foot-floor sliding friction
-            "link_mass_scale": (0.8, 1.2),  # every link's mass and inertia
-            "base_mass_offset": (-3.0, 3.0),  # kg added to the pelvis
-            "pd_gain_scale": (0.8, 1.2),  # kp and kv of every actuator
+            # foot friction, link mass scale, pelvis mass offset (kg), PD gain scale
+            **DEFAULT_RANGES,
             "push_velocity": 0.5,  # m/s: uniform +- kick of the pelvis xy velocity at reset
         },
     }
