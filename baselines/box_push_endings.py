@@ -7,7 +7,7 @@ episode's last step; a return says neither how close a policy gets nor which con
 misses. For the scripted push (``bcg_envs.envs.box_push.scripted``) and every complete run
 of ``baselines.compare`` in ``--out`` with a checkpointed final policy (found as
 ``baselines.final_scores`` finds them), this runs the comparison's evaluation episodes
-(MuJoCo C, reset seeds ``compare.EVAL_SEED`` onward) through
+(MuJoCo C, reset seeds ``protocol.EVAL_SEED`` onward) through
 ``bcg_envs.envs.box_push.endings.episode_endings``. Per run, and pooled over an algorithm's seeds: the fraction of
 episodes ending within the distance bar, within the yaw bar, within both (the success
 rate, with its 95 % Wilson interval), the median final distance (cm) and |yaw error| (rad) with their starting values,
@@ -24,7 +24,7 @@ from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
-from baselines import compare, final_scores
+from baselines import final_scores, protocol
 from bcg_envs.stats import format_success, success_summary
 
 
@@ -40,7 +40,7 @@ def summary_line(name: str, runs: int, e: Dict[str, np.ndarray], config: dict) -
     )
 
 
-def endings_table(out_dir: Path, steps: int, episodes: int = compare.EVAL_EPISODES) -> str:
+def endings_table(out_dir: Path, steps: int, episodes: int = protocol.EVAL_EPISODES) -> str:
     """``endings.md``'s table: the scripted push and every complete checkpointed run in ``out_dir``."""
     from bcg_envs.envs.box_push import scripted
     from bcg_envs.envs.box_push.endings import episode_endings
@@ -60,7 +60,7 @@ def endings_table(out_dir: Path, steps: int, episodes: int = compare.EVAL_EPISOD
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, runs in policies.items():
-        per_run = {run: episode_endings(act, episodes=episodes, seed=compare.EVAL_SEED) for run, act in runs.items()}
+        per_run = {run: episode_endings(act, episodes=episodes, seed=protocol.EVAL_SEED) for run, act in runs.items()}
         if len(per_run) > 1:
             lines.extend(summary_line(run, 1, e, config) for run, e in per_run.items())
         pooled = {k: np.concatenate([e[k] for e in per_run.values()]) for k in next(iter(per_run.values()))}
@@ -75,7 +75,7 @@ def main(argv: Optional[List[str]] = None) -> str:
     parser.add_argument(
         "--steps", type=int, required=True, help="the runs' env-step budget (incomplete runs are skipped)"
     )
-    parser.add_argument("--episodes", type=int, default=compare.EVAL_EPISODES)
+    parser.add_argument("--episodes", type=int, default=protocol.EVAL_EPISODES)
     args = parser.parse_args(argv)
     out_dir = Path(args.out)
     text = endings_table(out_dir, args.steps, args.episodes)

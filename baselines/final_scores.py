@@ -5,8 +5,8 @@
 For every run of ``baselines.compare`` in ``--out`` that reached the budget ``--steps`` and
 saved checkpoints (SB3 PPO and SHAC do, under ``<out>/checkpoints/<algo>_seed<s>/``), the
 final policy is loaded as a NumPy policy (``bcg_envs.export``) and run by ``bcg_envs.sim2sim.sim_to_sim`` on the
-comparison's evaluation episodes (reset seeds ``compare.EVAL_SEED`` onward,
-``compare.EVAL_EPISODES`` of them) in MuJoCo C and in MJX. That is the sim-to-sim check for
+comparison's evaluation episodes (reset seeds ``protocol.EVAL_SEED`` onward,
+``protocol.EVAL_EPISODES`` of them) in MuJoCo C and in MJX. That is the sim-to-sim check for
 SHAC (trained in MJX) and the reverse one for SB3 PPO (trained in MuJoCo C). Transfer
 episodes do not end on the tracking-error termination (the policy keeps acting, as on a
 robot), only on a fall, so success here can differ from the comparison's. The env takes the
@@ -28,7 +28,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from baselines import compare
+from baselines import protocol, run_csv
 from bcg_envs.stats import format_success, success_summary
 
 #: CSV columns: the run, then each simulator's metrics (``_mjx``: MJX).
@@ -82,9 +82,9 @@ def final_runs(out_dir: Path, steps: int) -> List[tuple]:
         if not match or match["algo"] not in POLICIES:
             continue
         ckpt = out_dir / "checkpoints" / f"{match['algo']}_seed{match['seed']}"
-        if not compare.is_complete(path, steps) or not ckpt.is_dir():
+        if not run_csv.is_complete(path, steps) or not ckpt.is_dir():
             continue
-        last = int(compare.read_rows(path)[-1]["env_steps"])
+        last = int(run_csv.read_rows(path)[-1]["env_steps"])
         trained = checkpoint_steps(match["algo"], ckpt)
         if trained < last:
             raise ValueError(f"{ckpt} holds a policy of {trained} env steps, but {path.name} reaches {last}")
@@ -104,8 +104,8 @@ def score_runs(
     env_id: str,
     out_dir: Path,
     steps: int,
-    episodes: int = compare.EVAL_EPISODES,
-    seed: int = compare.EVAL_SEED,
+    episodes: int = protocol.EVAL_EPISODES,
+    seed: int = protocol.EVAL_SEED,
     done: Sequence[dict] = (),
     env_kwargs: Optional[Dict[str, object]] = None,
 ) -> List[dict]:
@@ -168,12 +168,12 @@ def main(argv: Optional[List[str]] = None) -> str:
     parser.add_argument(
         "--steps", type=int, required=True, help="the runs' env-step budget (incomplete runs are skipped)"
     )
-    parser.add_argument("--episodes", type=int, default=compare.EVAL_EPISODES)
+    parser.add_argument("--episodes", type=int, default=protocol.EVAL_EPISODES)
     parser.add_argument(
         "--config", default=None, help="the runs' config, for its env_kwargs (default: baselines/configs/<env>.json)"
     )
     args = parser.parse_args(argv)
-    env_kwargs = compare.env_kwargs_of(compare.load_config(args.env, args.config))
+    env_kwargs = protocol.env_kwargs_of(protocol.load_config(args.env, args.config))
     out_dir = Path(args.out)
     path = out_dir / "final_scores.csv"
     done = [r for r in read_scores(path) if int(r["episodes"]) == args.episodes]

@@ -18,7 +18,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from baselines import compare
+from baselines import protocol, runners
 
 #: JAX's CUDA plugins, one per CUDA major version (``jax[cuda12]``, ``jax[cuda13]``).
 CUDA_PLUGINS = ("jax-cuda12-plugin", "jax-cuda13-plugin")
@@ -74,18 +74,18 @@ def check_device(pinned: str) -> str:
 
 
 def check_plan(env_id: str, config: Path, steps: int, evals: int, algos: List[str]) -> Dict[str, int]:
-    """Planned env steps per learner (``compare.planned_env_steps``) after the config checks
-    of ``compare.validate_config``. Raises ValueError unless every learner trains for
+    """Planned env steps per learner (``protocol.planned_env_steps``) after the config checks
+    of ``runners.validate_config``. Raises ValueError unless every learner trains for
     exactly ``steps`` env steps."""
-    cfg = compare.load_config(env_id, config)
-    compare.validate_config(cfg, env_id, algos)
-    planned = {algo: compare.planned_env_steps(algo, cfg, steps, evals) for algo in algos}
+    cfg = protocol.load_config(env_id, config)
+    runners.validate_config(cfg, env_id, algos)
+    planned = {algo: protocol.planned_env_steps(algo, cfg, steps, evals) for algo in algos}
     off = {a: n for a, n in planned.items() if n != steps}
     if off:
         raise ValueError(
             f"with {config}, --steps {steps:,} and --evals {evals} these learners would train for "
             f"other env steps: { {a: f'{n:,}' for a, n in off.items()} }; pick a budget that is a "
-            "whole number of every learner's updates (see baselines.compare.planned_env_steps)"
+            "whole number of every learner's updates (see baselines.protocol.planned_env_steps)"
         )
     return planned
 
@@ -97,7 +97,7 @@ def main(argv: Optional[List[str]] = None) -> None:
     parser.add_argument("--config", default=None, help="config of the planned runs (with --steps, --evals, --algos)")
     parser.add_argument("--steps", type=int, default=None)
     parser.add_argument("--evals", type=int, default=None)
-    parser.add_argument("--algos", nargs="+", default=list(compare.ALGORITHMS[:4]), choices=list(compare.ALGORITHMS))
+    parser.add_argument("--algos", nargs="+", default=list(protocol.ALGORITHMS[:4]), choices=list(protocol.ALGORITHMS))
     args = parser.parse_args(argv)
     try:
         print("device:", check_device(args.jax), flush=True)

@@ -6,7 +6,7 @@
 
 The page is ``baselines/results/prose.md`` (short hand-written text) with its placeholders
 replaced by tables and values computed from the CSVs under ``baselines/results/``: each
-comparison directory's ``<algo>_seed<k>.csv`` (``compare.summary_table`` at the budget of
+comparison directory's ``<algo>_seed<k>.csv`` (``summary.summary_table`` at the budget of
 the command that produced it, beside a seed-level table), the gradient-variance sweeps'
 ``gradient_variance.csv``, the contact-event and dry-friction CSVs, the tuning runs, the
 final-score CSVs and the reference policies' levels (``references.csv``). Every number the
@@ -57,7 +57,7 @@ from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from baselines import compare, cpu_clock
+from baselines import cpu_clock, protocol, run_csv, summary
 from bcg_envs.stats import format_success, wilson_interval
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -83,7 +83,7 @@ class Comparison:
     """A directory of ``baselines.compare`` runs and the command that produced them.
 
     ``steps``/``evals``/``config``: the budget its table scores every run at, as the
-    command's (last) ``compare`` call computes it (``compare.planned_env_steps``). A
+    command's (last) ``compare`` call computes it (``protocol.planned_env_steps``). A
     ``config`` with ``{algo}`` in its path is one file per learner (the finals' configs);
     learners without a file have no runs there."""
 
@@ -102,19 +102,19 @@ class Comparison:
         path = ROOT / self.config.format(algo=algo) if self.config else None
         if path is not None and "{algo}" in self.config and not path.exists():
             return None
-        return compare.load_config(self.env, path)
+        return protocol.load_config(self.env, path)
 
     def budgets(self) -> Dict[str, int]:
-        configs = {a: self._config(a) for a in compare.ALGORITHMS}
+        configs = {a: self._config(a) for a in protocol.ALGORITHMS}
         return {
-            a: compare.planned_env_steps(a, cfg, self.steps, self.evals)
+            a: protocol.planned_env_steps(a, cfg, self.steps, self.evals)
             for a, cfg in configs.items()
-            if cfg is not None and compare.config_section(a) in cfg
+            if cfg is not None and protocol.config_section(a) in cfg
         }
 
     def env_kwargs(self) -> Dict[str, object]:
-        configs = [c for c in map(self._config, compare.ALGORITHMS) if c is not None]
-        return compare.env_kwargs_of(configs[0] if configs else compare.load_config(self.env))
+        configs = [c for c in map(self._config, protocol.ALGORITHMS) if c is not None]
+        return protocol.env_kwargs_of(configs[0] if configs else protocol.load_config(self.env))
 
 
 def _loop(env: str, algos: str, seeds: str, steps: int, evals: int, out: str, config: str = "") -> str:
@@ -452,7 +452,7 @@ def references_for(env_id: str, env_kwargs: Dict[str, object], rows: Sequence[di
 
 
 def measure_references(path: Path = REFERENCES) -> List[dict]:
-    """Score every reference policy on the protocol's episodes (``compare.evaluate``) for
+    """Score every reference policy on the protocol's episodes (``protocol.evaluate``) for
     each (task, env arguments) of ``COMPARISONS`` not yet in ``path``; appends to it."""
     from baselines import append_csv
 
@@ -463,7 +463,7 @@ def measure_references(path: Path = REFERENCES) -> List[dict]:
         for name, policy in reference_policies(env_id, kwargs).items():
             if (env_id, env_kwargs, name) in done:
                 continue
-            row = compare.evaluate(env_id, policy, kwargs)
+            row = protocol.evaluate(env_id, policy, kwargs)
             print(f"{env_id} {env_kwargs} {name}: {row}", flush=True)
             new.append(dict(env=env_id, env_kwargs=env_kwargs, policy=name, **row))
             append_csv(path, REFERENCE_FIELDS, [new[-1]])
@@ -490,7 +490,7 @@ def seed_interval(
     return mean, float(low), float(high)
 
 
-def _finals(seeds: List[List[compare.Row]], key: str) -> List[float]:
+def _finals(seeds: List[List[run_csv.Row]], key: str) -> List[float]:
     return [float(r[-1][key]) for r in seeds]
 
 
@@ -508,9 +508,9 @@ def seed_text(values: Sequence[float], percent: bool) -> str:
     return f"{f(mean)}{unit} [{f(low)}, {f(high)}]"
 
 
-def pooled_success(seeds: List[List[compare.Row]]) -> str:
+def pooled_success(seeds: List[List[run_csv.Row]]) -> str:
     """Final success pooled over the seeds' evaluation episodes, with its Wilson interval
-    (as ``compare.summary_table`` writes it)."""
+    (as ``summary.summary_table`` writes it)."""
     success = np.array(_finals(seeds, "eval_success"))
     episodes = np.array(_finals(seeds, "eval_episodes"))
     n = int(np.sum(episodes))
@@ -519,25 +519,25 @@ def pooled_success(seeds: List[List[compare.Row]]) -> str:
     return format_success({"success_rate": k / n, "success_low": low, "success_high": high})
 
 
-def simulators_table(runs: Dict[str, List[List[compare.Row]]], env_kwargs: Dict[str, object]) -> str:
+def simulators_table(runs: Dict[str, List[List[run_csv.Row]]], env_kwargs: Dict[str, object]) -> str:
     """Per algorithm: the simulator it trains in, and its final success and return (seed
     means with their bootstrap intervals) in the protocol's simulator and in its own, on
-    the same evaluation episodes (``compare.Recorder``'s ``train_sim_*`` columns). "same"
+    the same evaluation episodes (``protocol.Recorder``'s ``train_sim_*`` columns). "same"
     where the two are one simulator, "—" for runs made before the second score existed."""
-    protocol = compare.protocol_backend(env_kwargs)
+    scored_in = protocol.protocol_backend(env_kwargs)
     names = {"mujoco": "MuJoCo C", "mjx": "MJX"}
     lines = [
-        f"| algorithm | seeds | trains in | final success, {names[protocol]} | final success, own simulator "
-        f"| final return, {names[protocol]} | final return, own simulator |",
+        f"| algorithm | seeds | trains in | final success, {names[scored_in]} | final success, own simulator "
+        f"| final return, {names[scored_in]} | final return, own simulator |",
         "|---|---|---|---|---|---|---|",
     ]
     for algo, seeds in runs.items():
-        own = compare.training_backend(algo, env_kwargs)
+        own = protocol.training_backend(algo, env_kwargs)
         cells = []
         for key, percent in (("success", True), ("return", False)):
             protocol_text = seed_text(_finals(seeds, f"eval_{key}"), percent)
             values = _finals(seeds, f"train_sim_{key}")
-            if own == protocol:
+            if own == scored_in:
                 own_text = "same"
             elif all(math.isfinite(v) for v in values):
                 own_text = seed_text(values, percent)
@@ -550,7 +550,7 @@ def simulators_table(runs: Dict[str, List[List[compare.Row]]], env_kwargs: Dict[
     return "\n".join(lines)
 
 
-def _steps_to(seeds: List[List[compare.Row]], target: float, axis: str) -> np.ndarray:
+def _steps_to(seeds: List[List[run_csv.Row]], target: float, axis: str) -> np.ndarray:
     """Per seed, the ``axis`` value (env steps or wall-clock) of the first evaluation whose
     success reaches ``target``; inf for a seed that never does."""
     out = []
@@ -585,14 +585,14 @@ def ratio_interval(
     return point, float(np.percentile(r, 2.5, method="lower")), float(np.percentile(r, 97.5, method="higher"))
 
 
-def gap_table(runs: Dict[str, List[List[compare.Row]]]) -> str:
+def gap_table(runs: Dict[str, List[List[run_csv.Row]]]) -> str:
     """Per PPO and SHAC learner pair and success level (50 % and 90 % of the best seed-mean
     success any learner reached): PPO's env steps to it over SHAC's, as a ratio of medians
     over seeds with its bootstrap interval (``ratio_interval``), and the same in
     wall-clock where every run of both ran alone (``cpu_clock.ran_alone``). inf: PPO's
     median seed does not reach the level within the budget; 0: SHAC's does not."""
-    best = compare.best_success(runs)
-    pairs = [(p, a) for p in compare.PPO_ALGORITHMS if p in runs for a in runs if a.startswith("shac")]
+    best = summary.best_success(runs)
+    pairs = [(p, a) for p in summary.PPO_ALGORITHMS if p in runs for a in runs if a.startswith("shac")]
     if best <= 0 or not pairs:
         return "(No success, or no PPO and SHAC pair: no gap to state.)"
 
@@ -627,7 +627,7 @@ def gap_table(runs: Dict[str, List[List[compare.Row]]]) -> str:
     return "\n".join(lines)
 
 
-def seed_table(runs: Dict[str, List[List[compare.Row]]]) -> str:
+def seed_table(runs: Dict[str, List[List[run_csv.Row]]]) -> str:
     """Per algorithm: final success and return of every seed, their seed mean with its
     bootstrap interval, and the pooled success with its Wilson interval."""
     lines = [
@@ -671,7 +671,7 @@ def _rliable_interval(
     }
 
 
-def rliable_table(runs: Dict[str, List[List[compare.Row]]]) -> str:
+def rliable_table(runs: Dict[str, List[List[run_csv.Row]]]) -> str:
     """Final success per learner as rliable aggregates it over seeds: the interquartile mean
     with its stratified bootstrap interval, and for each SHAC learner the probability that
     it ends above each PPO learner (a random seed of each; ties count half) with its
@@ -909,13 +909,13 @@ def tuning_table(key: str) -> str:
     plans = [
         (algo, setting, None)
         for algo in algos
-        for setting in tune.settings(grids.get(algo, grids.get(compare.config_section(algo))))
+        for setting in tune.settings(grids.get(algo, grids.get(protocol.config_section(algo))))
     ]
     # A grid file that declares its budget lists only the settings that reached it (a run in
     # progress is not a result).
     budget = grids.get("budgets", {}).get(key.split("/")[0], {}).get("steps", 0)
     rows_of = [
-        compare.read_rows(RESULTS / key / algo / f"{tune.setting_name(setting)}_seed{seed}.csv")
+        run_csv.read_rows(RESULTS / key / algo / f"{tune.setting_name(setting)}_seed{seed}.csv")
         for algo, setting, _ in plans
     ]
     rows_of = [rows if rows and rows[-1]["env_steps"] >= budget else [] for rows in rows_of]
@@ -968,20 +968,20 @@ class Page:
         self._runs: Dict[str, Tuple[Dict, Dict]] = {}
         self.references = read_references()
 
-    def runs(self, key: str) -> Tuple[Dict[str, List[List[compare.Row]]], Dict[str, List[List[compare.Row]]]]:
+    def runs(self, key: str) -> Tuple[Dict[str, List[List[run_csv.Row]]], Dict[str, List[List[run_csv.Row]]]]:
         """(whole runs, runs cut at the budget) of a comparison directory."""
         if key not in self._runs:
             if key not in COMPARISONS:
                 raise KeyError(f"{key!r} is not a comparison of baselines.report.COMPARISONS")
             c = COMPARISONS[key]
             budgets = c.budgets()
-            runs = compare.read_runs(c.path, budgets)
+            runs = run_csv.read_runs(c.path, budgets)
             if not runs:
                 raise ValueError(f"{c.path}: no complete run")
-            self._runs[key] = (runs, compare.at_budget(runs, budgets))
+            self._runs[key] = (runs, run_csv.at_budget(runs, budgets))
         return self._runs[key]
 
-    def seeds(self, key: str, algo: str) -> List[List[compare.Row]]:
+    def seeds(self, key: str, algo: str) -> List[List[run_csv.Row]]:
         runs = self.runs(key)[1]
         if algo not in runs:
             raise KeyError(f"{key} has no runs of {algo!r} (has {sorted(runs)})")
@@ -994,7 +994,7 @@ class Page:
         return f"```bash\n{text}\n```"
 
     def table(self, key: str) -> str:
-        return compare.summary_table(self.runs(key)[1])
+        return summary.summary_table(self.runs(key)[1])
 
     def seeds_table(self, key: str) -> str:
         runs = self.runs(key)[1]
@@ -1017,9 +1017,9 @@ class Page:
         found = []
         for path in c.path.glob("*_seed*.csv"):
             algo, seed = path.stem.rsplit("_seed", 1)
-            if algo in budgets and compare.is_complete(path, budgets[algo]):
-                rows = compare.read_rows(path)
-                found.append((algo, int(seed), compare.at_budget({algo: [rows]}, budgets)[algo][0][-1]))
+            if algo in budgets and run_csv.is_complete(path, budgets[algo]):
+                rows = run_csv.read_rows(path)
+                found.append((algo, int(seed), run_csv.at_budget({algo: [rows]}, budgets)[algo][0][-1]))
         for algo, seed, last in sorted(found, key=lambda f: (f[0], f[1])):
             skipped, bundled = float(last["skipped_updates"]), float(last["bundled_fraction"])
             lines.append(
@@ -1035,7 +1035,7 @@ class Page:
     def figure(self, key: str) -> str:
         c = COMPARISONS[key]
         if self.figures:
-            compare.plot_curves(
+            summary.plot_curves(
                 self.runs(key)[0],
                 c.path / "curves.png",
                 title=key,

@@ -35,10 +35,10 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from baselines import compare
+from baselines import protocol, run_csv, runners
 from bcg_envs.stats import format_success, wilson_interval
 
-GRIDS = compare.CONFIGS / "tuning" / "grids.json"
+GRIDS = protocol.CONFIGS / "tuning" / "grids.json"
 
 
 def settings(grid) -> List[Dict[str, object]]:
@@ -64,7 +64,7 @@ def setting_name(setting: Dict[str, object]) -> str:
     return ",".join(parts)
 
 
-def score(rows: List[compare.Row]) -> Tuple[float, float]:
+def score(rows: List[run_csv.Row]) -> Tuple[float, float]:
     """(final success rate, mean return of the last two evaluations): larger is better."""
     tail = rows[-2:]
     return rows[-1]["eval_success"], float(np.mean([r["eval_return"] for r in tail]))
@@ -72,7 +72,7 @@ def score(rows: List[compare.Row]) -> Tuple[float, float]:
 
 def grid_of(grids: Dict[str, object], algo: str, grids_path: Path) -> object:
     """``algo``'s grid in a grid file: its own entry, else its config section's."""
-    section = compare.config_section(algo)
+    section = protocol.config_section(algo)
     grid = grids.get(algo, grids.get(section))
     if grid is None:
         raise ValueError(f"{grids_path} has no grid for {algo!r} (nor its config section {section!r})")
@@ -92,26 +92,26 @@ def tune(
     """Run every setting of every algorithm's grid (skipping finished ones) and write
     ``tuning.md``; returns its text. The settings override ``config_path`` (default: the
     task's ``baselines/configs/<env>.json``)."""
-    base = compare.load_config(env_id, config_path)
+    base = protocol.load_config(env_id, config_path)
     grids = json.loads(Path(grids_path).read_text())
     plans = []
     for algo in algos:
-        section = compare.config_section(algo)
+        section = protocol.config_section(algo)
         grid = grid_of(grids, algo, grids_path)
         for setting in settings(grid):
             cfg = json.loads(json.dumps(base))
             cfg[section].update(setting)
-            compare.validate_config(cfg, env_id, [algo])
-            compare.check_budgets(cfg, [algo], steps, evals)
+            runners.validate_config(cfg, env_id, [algo])
+            protocol.check_budgets(cfg, [algo], steps, evals)
             plans.append((algo, setting, cfg))
     for algo, setting, cfg in plans:
         path = out_dir / algo / f"{setting_name(setting)}_seed{seed}.csv"
-        if compare.is_complete(path, steps):
+        if run_csv.is_complete(path, steps):
             continue
         print(f"[{env_id}] tune {algo} {setting_name(setting)} seed {seed}: {steps:,} env steps", flush=True)
         checkpoints = out_dir / "checkpoints" / algo / f"{setting_name(setting)}_seed{seed}"
-        compare.RUNNERS[algo](
-            env_id, steps, seed, cfg, evals, compare.Recorder(env_id, path, compare.env_kwargs_of(cfg)), checkpoints
+        runners.RUNNERS[algo](
+            env_id, steps, seed, cfg, evals, protocol.Recorder(env_id, path, protocol.env_kwargs_of(cfg)), checkpoints
         )
     table = tuning_table(out_dir, plans, seed)
     (out_dir / "tuning.md").write_text(table + "\n")
@@ -134,23 +134,23 @@ def finals_configs(
     the setting, the grid and the scores. ValueError, writing nothing, when a setting of an
     algorithm's grid has not reached ``steps`` in ``out_dir`` (a winner is only chosen
     from a complete grid)."""
-    base = compare.load_config(env_id, config_path)
+    base = protocol.load_config(env_id, config_path)
     grids = json.loads(Path(grids_path).read_text())
     chosen = {}
     for algo in algos:
-        section = compare.config_section(algo)
+        section = protocol.config_section(algo)
         grid = grid_of(grids, algo, grids_path)
         scored = []
         for setting in settings(grid):
             path = out_dir / algo / f"{setting_name(setting)}_seed{seed}.csv"
-            if not compare.is_complete(path, steps):
+            if not run_csv.is_complete(path, steps):
                 raise ValueError(f"{algo}'s grid is not complete: {path} has not reached {steps:,} env steps")
-            scored.append((score(compare.read_rows(path)), setting))
+            scored.append((score(run_csv.read_rows(path)), setting))
         ranked = sorted(range(len(scored)), key=lambda i: scored[i][0], reverse=True)
         best, runner_up = scored[ranked[0]], scored[ranked[1]] if len(ranked) > 1 else None
         cfg = json.loads(json.dumps(base))
         cfg[section].update(best[1])
-        compare.validate_config(cfg, env_id, [algo])
+        runners.validate_config(cfg, env_id, [algo])
 
         def text(entry) -> str:
             (success, ret), setting = entry
@@ -178,7 +178,7 @@ def tuning_table(out_dir: Path, plans, seed: int) -> str:
     ]
     by_algo: Dict[str, list] = {}
     for algo, setting, _ in plans:
-        rows = compare.read_rows(out_dir / algo / f"{setting_name(setting)}_seed{seed}.csv")
+        rows = run_csv.read_rows(out_dir / algo / f"{setting_name(setting)}_seed{seed}.csv")
         if rows:
             by_algo.setdefault(algo, []).append((setting, rows))
     for algo, entries in by_algo.items():
@@ -199,7 +199,7 @@ def tuning_table(out_dir: Path, plans, seed: int) -> str:
 def main(argv: Optional[List[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env", default="BoxPush-v0")
-    parser.add_argument("--algos", nargs="+", default=list(compare.ALGORITHMS), choices=list(compare.ALGORITHMS))
+    parser.add_argument("--algos", nargs="+", default=list(protocol.ALGORITHMS), choices=list(protocol.ALGORITHMS))
     parser.add_argument(
         "--steps",
         type=int,

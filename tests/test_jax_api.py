@@ -28,7 +28,7 @@ def _rollout_return(env):
 # Each estimator is a separate 2-4 minute compile on 2 cores: exact by default, all five
 # in the integration tier. bcg's batched backward pass is checked by default elsewhere: its
 # Jacobians env by env against the unbatched step (tests/gradients/
-# test_differentiable_step.py) and SHAC training through it (tests/baselines/test_compare.py).
+# test_differentiable_step.py) and SHAC training through it (tests/baselines/test_runners.py).
 _FAST = ("exact",)
 _HORIZON, _BATCH = 32, 20
 

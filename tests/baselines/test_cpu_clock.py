@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from baselines import compare, cpu_clock
+from baselines import cpu_clock, run_csv, summary
 
 
 def test_contention_is_others_share_of_the_run_cpus():
@@ -29,13 +29,13 @@ def test_wall_clock_is_a_timing_only_for_runs_that_ran_alone(tmp_path):
             )
             for wall in (0, 50, 100)
         ]
-        compare.write_csv(tmp_path / name, rows)
+        run_csv.write_csv(tmp_path / name, rows)
 
     run("shac_exact_seed0.csv", 0.01)
     run("sb3_ppo_seed0.csv", 0.5)
-    runs = compare.read_runs(tmp_path)
+    runs = run_csv.read_runs(tmp_path)
     assert cpu_clock.ran_alone(runs["shac_exact"]) and not cpu_clock.ran_alone(runs["sb3_ppo"])
-    lines = compare.summary_table(runs).splitlines()
+    lines = summary.summary_table(runs).splitlines()
     shac = next(line for line in lines if line.startswith("| shac_exact"))
     ppo = next(line for line in lines if line.startswith("| sb3_ppo"))
     assert shac.endswith("| 100 | 50 / 50 | 96 |")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from baselines import compare, final_scores
+from baselines import final_scores, protocol, run_csv
 
 
 def write_run(out, name, last_steps, checkpoint=True):
@@ -18,7 +18,7 @@ def write_run(out, name, last_steps, checkpoint=True):
         )
         for s in (0, last_steps)
     ]
-    compare.write_csv(out / f"{name}.csv", rows)
+    run_csv.write_csv(out / f"{name}.csv", rows)
     if checkpoint:
         (out / "checkpoints" / name).mkdir(parents=True)
 
@@ -93,7 +93,7 @@ def test_score_runs_runs_each_final_policy_once_in_both_simulators(tmp_path, mon
     rows = final_scores.score_runs(
         "BoxPush-v0", tmp_path, 1000, episodes=8, done=done, env_kwargs={"config": {"episode_length": 40}}
     )
-    assert calls == [("BoxPush-v0", 40, ("policy of", tmp_path / "b"), 8, compare.EVAL_SEED)]  # the runs' env_kwargs
+    assert calls == [("BoxPush-v0", 40, ("policy of", tmp_path / "b"), 8, protocol.EVAL_SEED)]  # the runs' env_kwargs
     assert rows == [
         dict(
             algo="shac_exact",

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from baselines import compare, gpu_check
+from baselines import gpu_check, protocol
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ("baselines/gpu_g1jump.sh", "baselines/gpu_measure.sh", "baselines/gpu_common.sh")
@@ -59,12 +59,12 @@ def test_scripts_parse(script):
 
 
 def _check_equal_budgets(runs, steps, evals, config):
-    cfg = compare.load_config("G1Jump-v0", ROOT / config)
+    cfg = protocol.load_config("G1Jump-v0", ROOT / config)
     for cmd in runs:
         assert int(_option(cmd, "--steps")) == steps and int(_option(cmd, "--evals")) == evals
         assert _option(cmd, "--config") == config
         # the learner's own rounding keeps it at exactly the budget
-        assert compare.planned_env_steps(_option(cmd, "--algos"), cfg, steps, evals) == steps
+        assert protocol.planned_env_steps(_option(cmd, "--algos"), cfg, steps, evals) == steps
 
 
 def test_dry_run_lists_setup_check_and_one_equal_run_per_learner_and_seed(tmp_path):
@@ -176,4 +176,4 @@ def test_gpu_check_on_a_cpu_says_there_is_no_gpu():
 def test_check_plan_refuses_unequal_budgets():
     # the paper-scale Brax PPO batch (98,304 env steps) overshoots a smoke budget
     with pytest.raises(ValueError, match="brax_ppo"):
-        gpu_check.check_plan("G1Jump-v0", compare.CONFIGS / "G1Jump-v0.gpu.json", 8192, 2, ["shac_bcg", "brax_ppo"])
+        gpu_check.check_plan("G1Jump-v0", protocol.CONFIGS / "G1Jump-v0.gpu.json", 8192, 2, ["shac_bcg", "brax_ppo"])

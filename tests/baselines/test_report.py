@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from baselines import compare, report
+from baselines import protocol, report, run_csv, summary
 
 
 def test_results_page_is_fresh():
@@ -104,8 +104,8 @@ def test_curves_keep_one_colour_per_algorithm_and_a_legend_per_panel(tmp_path, m
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    assert set(compare.ALGORITHMS) <= set(compare.ALGORITHM_COLORS)
-    assert len(set(compare.ALGORITHM_COLORS.values())) == len(compare.ALGORITHM_COLORS)
+    assert set(protocol.ALGORITHMS) <= set(summary.ALGORITHM_COLORS)
+    assert len(set(summary.ALGORITHM_COLORS.values())) == len(summary.ALGORITHM_COLORS)
     figures = []
     monkeypatch.setattr(plt, "close", figures.append)
 
@@ -124,7 +124,7 @@ def test_curves_keep_one_colour_per_algorithm_and_a_legend_per_panel(tmp_path, m
         ]
 
     runs = {"shac_bcg": [run((1, 3, 5)), run((1, 4, 6))], "sb3_ppo": [run((1, 2, 3))]}
-    compare.plot_curves(
+    summary.plot_curves(
         runs, tmp_path / "curves.png", budget=2000, references={"do nothing": (2.0, 0.0), "scripted push": (7.0, 1.0)}
     )
     assert (tmp_path / "curves.png").exists()
@@ -136,7 +136,7 @@ def test_curves_keep_one_colour_per_algorithm_and_a_legend_per_panel(tmp_path, m
         for line in ax.get_lines():
             for algo in runs:
                 if line.get_label().startswith(algo):
-                    assert matplotlib.colors.same_color(line.get_color(), compare.ALGORITHM_COLORS[algo])
+                    assert matplotlib.colors.same_color(line.get_color(), summary.ALGORITHM_COLORS[algo])
 
 
 def _runs_with_final_success(values_per_algo):
@@ -185,8 +185,8 @@ def test_run_table_lists_complete_runs_with_their_counters(tmp_path, monkeypatch
     def write(name, rows):
         path = tmp_path / key / f"{name}.csv"
         path.parent.mkdir(parents=True, exist_ok=True)
-        lines = [",".join(compare.CSV_FIELDS)]
-        lines += [",".join(str(r.get(f, "nan")) for f in compare.CSV_FIELDS) for r in rows]
+        lines = [",".join(run_csv.CSV_FIELDS)]
+        lines += [",".join(str(r.get(f, "nan")) for f in run_csv.CSV_FIELDS) for r in rows]
         path.write_text("\n".join(lines) + "\n")
 
     base = dict(sim_steps=0, wall_clock=1.0, eval_length=200, eval_episodes=64)
@@ -321,7 +321,7 @@ def test_a_comparison_with_one_config_per_learner_budgets_the_learners_that_have
         "BoxPush-v0/finals", "BoxPush-v0", 2_097_152, 32, "", "baselines/configs/finals/BoxPush-v0.{algo}.json"
     )
     budgets = finals.budgets()
-    have = {a for a in compare.ALGORITHMS if (report.ROOT / finals.config.format(algo=a)).exists()}
+    have = {a for a in protocol.ALGORITHMS if (report.ROOT / finals.config.format(algo=a)).exists()}
     assert set(budgets) == have and {"sb3_ppo", "brax_ppo"} <= have
     assert all(abs(n - 2_097_152) <= 0.1 * 2_097_152 for n in budgets.values())
     assert finals.env_kwargs() == {}

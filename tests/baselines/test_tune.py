@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from baselines import compare, tune
+from baselines import protocol, run_csv, runners, tune
 from bcg_envs.stats import format_success, wilson_interval
 
 
@@ -26,27 +26,27 @@ def test_committed_grids_have_equal_effort_and_valid_keys():
     sizes = {section: len(tune.settings(grid)) for section, grid in grids.items() if section != "about"}
     assert set(sizes) == {"sb3_ppo", "brax_ppo", "shac", "brax_apg"}
     assert len(set(sizes.values())) == 1, sizes  # the same number of settings for everyone
-    base = compare.load_config("BoxPush-v0")
-    for algo in compare.ALGORITHMS:
-        section = compare.config_section(algo)
+    base = protocol.load_config("BoxPush-v0")
+    for algo in protocol.ALGORITHMS:
+        section = protocol.config_section(algo)
         for setting in tune.settings(grids[section]):
             cfg = json.loads(json.dumps(base))
             cfg[section].update(setting)
-            compare.validate_config(cfg, "BoxPush-v0", [algo])
+            runners.validate_config(cfg, "BoxPush-v0", [algo])
 
 
 def test_the_g1_grids_fit_the_gpu_config():
-    grids = json.loads((compare.CONFIGS / "tuning" / "G1Jump-v0.json").read_text())
-    base = compare.load_config("G1Jump-v0", compare.CONFIGS / "G1Jump-v0.gpu.json")
+    grids = json.loads((protocol.CONFIGS / "tuning" / "G1Jump-v0.json").read_text())
+    base = protocol.load_config("G1Jump-v0", protocol.CONFIGS / "G1Jump-v0.gpu.json")
     for algo in ("sb3_ppo", "shac_exact", "shac_bcg"):
-        section = compare.config_section(algo)
+        section = protocol.config_section(algo)
         settings = tune.settings(grids[section])
         assert len(settings) == 6  # equal effort
         for setting in settings:
             cfg = json.loads(json.dumps(base))
             cfg[section].update(setting)
-            compare.validate_config(cfg, "G1Jump-v0", [algo])
-            compare.check_budgets(cfg, [algo], 262_144, 8)
+            runners.validate_config(cfg, "G1Jump-v0", [algo])
+            protocol.check_budgets(cfg, [algo], 262_144, 8)
 
 
 def test_score_prefers_success_then_return():
@@ -61,7 +61,7 @@ def test_table_marks_the_best_setting(tmp_path):
     grid = {"actor_lr": [0.001, 0.002]}
     plans = [("shac_bcg", s, None) for s in tune.settings(grid)]
     for (algo, setting, _), final in zip(plans, (0.2, 0.6)):
-        compare.write_csv(
+        run_csv.write_csv(
             tmp_path / algo / f"{tune.setting_name(setting)}_seed0.csv",
             [
                 dict(
@@ -100,20 +100,20 @@ def test_unknown_section_is_refused(tmp_path):
 
 
 def test_declared_equal_effort_grids_are_equal_valid_and_fit_their_budgets():
-    path = compare.CONFIGS / "tuning" / "equal_effort.json"
+    path = protocol.CONFIGS / "tuning" / "equal_effort.json"
     grids = json.loads(path.read_text())
     learners = ("sb3_ppo", "brax_ppo", "shac_exact", "shac_bcg")
     assert {len(tune.settings(grids[a])) for a in learners} == {6}  # equal effort, >= 4 settings
     for env_id, budget in grids["budgets"].items():
         assert tune.declared_budget(path, env_id) == budget
-        base = compare.load_config(env_id, budget.get("config"))
+        base = protocol.load_config(env_id, budget.get("config"))
         for algo in learners:
-            section = compare.config_section(algo)
+            section = protocol.config_section(algo)
             for setting in tune.settings(grids[algo]):
                 cfg = json.loads(json.dumps(base))
                 cfg[section].update(setting)
-                compare.validate_config(cfg, env_id, [algo])
-                compare.check_budgets(cfg, [algo], budget["steps"], budget["evals"])
+                runners.validate_config(cfg, env_id, [algo])
+                protocol.check_budgets(cfg, [algo], budget["steps"], budget["evals"])
 
 
 def test_an_explicit_grid_is_its_list_and_a_budget_other_than_declared_is_refused(tmp_path):
@@ -146,7 +146,7 @@ def test_finals_configs_take_each_complete_grids_winner(tmp_path):
             )
             for s, r in ((0, 0.0), (steps // 2, ret), (steps, ret))
         ]
-        compare.write_csv(results / "sb3_ppo" / f"{tune.setting_name(setting)}_seed0.csv", rows)
+        run_csv.write_csv(results / "sb3_ppo" / f"{tune.setting_name(setting)}_seed0.csv", rows)
 
     run({"learning_rate": 1e-4}, 0.5, 10.0)
     run({"learning_rate": 1e-3}, 0.5, 30.0)  # same success, higher return: the winner
@@ -159,22 +159,22 @@ def test_finals_configs_take_each_complete_grids_winner(tmp_path):
     run({"ent_coef": 0.01}, 0.25, 99.0)
     written = tune.finals_configs("BoxPush-v0", ["sb3_ppo"], 1000, 0, results, dest, grids)
     cfg = json.loads(written["sb3_ppo"].read_text())
-    base = compare.load_config("BoxPush-v0")
+    base = protocol.load_config("BoxPush-v0")
     assert cfg["sb3_ppo"] == {**base["sb3_ppo"], "learning_rate": 1e-3}
     assert {k: v for k, v in cfg.items() if k not in ("sb3_ppo", "note")} == {
         k: v for k, v in base.items() if k not in ("sb3_ppo", "note")
     }
     assert "learning_rate=0.001 (final success 50.0 %, return 30.0)" in cfg["note"]
     assert "runner-up learning_rate=0.0001" in cfg["note"]
-    compare.validate_config(cfg, "BoxPush-v0", ["sb3_ppo"])
+    runners.validate_config(cfg, "BoxPush-v0", ["sb3_ppo"])
 
 
 def test_declared_finals_cover_every_tuned_learner_and_fit_their_budgets():
-    finals = json.loads((compare.CONFIGS / "tuning" / "finals.json").read_text())
-    grids = json.loads((compare.CONFIGS / "tuning" / "equal_effort.json").read_text())
-    assert set(finals["learners"]) == {k for k in grids if k in compare.ALGORITHMS}
+    finals = json.loads((protocol.CONFIGS / "tuning" / "finals.json").read_text())
+    grids = json.loads((protocol.CONFIGS / "tuning" / "equal_effort.json").read_text())
+    assert set(finals["learners"]) == {k for k in grids if k in protocol.ALGORITHMS}
     assert len(finals["seeds"]) >= 5
     for env_id, budget in finals["budgets"].items():
-        base = compare.load_config(env_id)
+        base = protocol.load_config(env_id)
         for algo in finals["learners"]:
-            compare.check_budgets(base, [algo], budget["steps"], budget["evals"])
+            protocol.check_budgets(base, [algo], budget["steps"], budget["evals"])
