@@ -11,8 +11,8 @@ import numpy as np
 from mujoco import mjx
 
 from bcg_envs.gym import GymEnv, GymVectorEnv
-from bcg_envs.mujoco_backend.jacobians import Transition
-from bcg_envs.mujoco_backend.simulation import FD_EPS, FULL_STATE, TaskModel
+from bcg_envs.mujoco_backend.jacobians import FD_EPS, Transition
+from bcg_envs.mujoco_backend.simulation import FULL_STATE, TaskModel
 
 
 def _timeit(fn: Callable[[], Any], number: int, repeat: int = 5) -> float:

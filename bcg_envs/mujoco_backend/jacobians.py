@@ -22,14 +22,17 @@ from bcg_envs.gradients.perturbations import (
 )
 from bcg_envs.gradients.registry import Estimator, resolve
 from bcg_envs.mujoco_backend.simulation import (
-    FD_EPS,
     FULL_STATE,
-    KIN_FD_EPS,
     ContactLog,
     EnvCore,
     TaskModel,
     bundle_decision_scalar,
 )
+
+#: Step of the central differences of the control step (tangent coordinates, action).
+FD_EPS = 1e-6
+#: Step of the central differences of the C kinematics behind r_x and C.
+KIN_FD_EPS = 1e-6
 
 
 # ======================================================================================

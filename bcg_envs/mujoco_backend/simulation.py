@@ -25,11 +25,6 @@ from bcg_envs.mujoco_backend.task_spec import TaskSpec
 from bcg_envs.physics import model_fields
 from bcg_envs.physics.divergence import MAX_QVEL, diverged_lists
 
-#: Step of the central differences of the control step (tangent coordinates, action).
-FD_EPS = 1e-6
-#: Step of the central differences of the C kinematics behind r_x and C.
-KIN_FD_EPS = 1e-6
-
 #: State signatures of ``mj_getState``: everything a step depends on (rollout starts), and
 #: what integration changes (restoring a step's start).
 FULL_STATE = mujoco.mjtState.mjSTATE_FULLPHYSICS
