@@ -1,15 +1,17 @@
 """When an estimator bundles a step, and the ``bcg`` window that follows a trigger.
 
 Written once for both physics backends: the MJX step calls these with JAX arrays (inside
-``jit``), the MuJoCo C backend with Python scalars. ``xp`` is the array module (``jax.numpy``
-or ``numpy``).
+``jit``), the MuJoCo C backend with Python scalars (``bundle_decision_scalar``). ``xp`` is
+the array module (``jax.numpy`` or ``numpy``).
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Tuple, Union
 
 import jax.numpy as jnp
+import numpy as np
 
 from bcg_envs.gradients.registry import Estimator, resolve
 
@@ -37,3 +39,12 @@ def bundle_decision(
     bundles = xp.asarray(pressing) | (xp.asarray(window) > 0)
     next_window = xp.where(pressing, horizon - 1, xp.maximum(xp.asarray(window) - 1, 0)).astype(xp.int32)
     return bundles, next_window
+
+
+@functools.cache
+def bundle_decision_scalar(estimator: Estimator, pressing: bool, window: int, horizon: int) -> Tuple[bool, int]:
+    """``bundle_decision`` on Python scalars, memoized: a pure function of a few discrete
+    arguments (``window < horizon``), so each case runs the shared NumPy code once instead
+    of ~10 us of array calls per step."""
+    bundles, window = bundle_decision(estimator, pressing, window, horizon, xp=np)
+    return bool(bundles), int(window)

@@ -21,13 +21,8 @@ from bcg_envs.gradients.perturbations import (
     sampled_contacts,
 )
 from bcg_envs.gradients.registry import Estimator, resolve
-from bcg_envs.mujoco_backend.simulation import (
-    FULL_STATE,
-    ContactLog,
-    EnvCore,
-    TaskModel,
-    bundle_decision_scalar,
-)
+from bcg_envs.gradients.trigger import bundle_decision_scalar
+from bcg_envs.mujoco_backend.simulation import FULL_STATE, ContactLog, EnvCore, TaskModel
 
 #: Step of the central differences of the control step (tangent coordinates, action).
 FD_EPS = 1e-6

@@ -4,7 +4,6 @@ model and rollout, and the per-env core (state, substeps, divergence, task outpu
 from __future__ import annotations
 
 import copy
-import functools
 import os
 from array import array
 from math import isfinite
@@ -19,7 +18,7 @@ from mujoco import rollout as mj_rollout
 from bcg_envs.envs.base import OBS_BOUND, STEP_INFO
 from bcg_envs.gradients.config import BundleConfig
 from bcg_envs.gradients.registry import Estimator
-from bcg_envs.gradients.trigger import bundle_decision
+from bcg_envs.gradients.trigger import bundle_decision_scalar
 from bcg_envs.mujoco_backend.task_program import TaskProgram
 from bcg_envs.mujoco_backend.task_spec import TaskSpec
 from bcg_envs.physics import model_fields
@@ -38,15 +37,6 @@ _BAD_SLICE = slice(_BAD[0], _BAD[0] + 3)
 #: ``INTEGRATION_STATE`` as an int (converting the enum per call costs ~0.5 us).
 _INTEGRATION = int(INTEGRATION_STATE)
 _FLOAT32 = np.dtype(np.float32)
-
-
-@functools.cache
-def bundle_decision_scalar(estimator: Estimator, pressing: bool, window: int, horizon: int) -> Tuple[bool, int]:
-    """``bundle_decision`` on Python scalars, memoized: a pure function of a few discrete
-    arguments (``window < horizon``), so each case runs the shared NumPy code once instead
-    of ~10 us of array calls per step."""
-    bundles, window = bundle_decision(estimator, pressing, window, horizon, xp=np)
-    return bool(bundles), int(window)
 
 
 #: The constants ``mj_setConst`` derives at ``qpos0`` that MJX's step reads too (the

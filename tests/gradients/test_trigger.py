@@ -4,7 +4,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bcg_envs.gradients.trigger import bundle_decision
+from bcg_envs.gradients.registry import resolve
+from bcg_envs.gradients.trigger import bundle_decision, bundle_decision_scalar
 
 # (estimator, pressing, window before, horizon) -> (bundles, next window)
 CASES = [
@@ -24,3 +25,12 @@ CASES = [
 def test_bundle_decision(xp, args, expected):
     bundles, window = bundle_decision(*args, xp=xp)
     assert (bool(bundles), int(window)) == expected
+
+
+@pytest.mark.parametrize("args, expected", CASES)
+def test_bundle_decision_scalar(args, expected):
+    """The MuJoCo C backend's memoized form: the same rule, as a Python bool and int."""
+    name, *rest = args
+    bundles, window = bundle_decision_scalar(resolve(name), *rest)
+    assert (type(bundles), type(window)) == (bool, int)
+    assert (bundles, window) == expected
