@@ -15,8 +15,9 @@ import numpy as np
 from bcg_envs.envs.base import Jacobians, MjxEnv
 from bcg_envs.gradients.config import BundleConfig
 from bcg_envs.gradients.registry import Estimator
+from bcg_envs.mujoco_backend.contact_log import ContactLog
 from bcg_envs.mujoco_backend.jacobians import Stepper
-from bcg_envs.mujoco_backend.simulation import FULL_STATE, ContactLog, EnvCore, TaskModel
+from bcg_envs.mujoco_backend.simulation import FULL_STATE, EnvCore, TaskModel
 from bcg_envs.mujoco_backend.task_spec import TaskSpec
 from bcg_envs.physics import divergence
 

@@ -22,7 +22,8 @@ from bcg_envs.gradients.perturbations import (
 )
 from bcg_envs.gradients.registry import Estimator, resolve
 from bcg_envs.gradients.trigger import bundle_decision_scalar
-from bcg_envs.mujoco_backend.simulation import FULL_STATE, ContactLog, EnvCore, TaskModel
+from bcg_envs.mujoco_backend.contact_log import ContactLog
+from bcg_envs.mujoco_backend.simulation import FULL_STATE, EnvCore, TaskModel
 
 #: Step of the central differences of the control step (tangent coordinates, action).
 FD_EPS = 1e-6
