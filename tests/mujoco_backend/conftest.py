@@ -1,5 +1,6 @@
 """Shared set-up of the backend="mujoco" tests (MuJoCo C physics with the task's shared JAX
-logic, issue 7): the env ids, the BoxPush env fixture and the MJX reference helpers.
+logic, issue 7): the env ids, the BoxPush env fixtures (plain, and with per-episode masses:
+``c_env``) and the MJX reference helpers.
 
 Cross-backend checks drive the MJX backend through ``GymEnv`` (so its compiled step and
 grad_step come from the same persistent-cache entries as the tests under tests/envs) and
@@ -20,6 +21,7 @@ import numpy as np
 import pytest
 
 import bcg_envs  # noqa: F401  (registers the ids)
+from bcg_envs.physics import model_fields
 
 ENV_ID = "bcg_envs/BoxPush-v0"
 BOOKKEEPING = {
@@ -57,6 +59,41 @@ def env():
     e = gym.make(ENV_ID, backend="mujoco")
     e.reset(seed=0)
     yield e
+    e.close()
+
+
+#: BoxPush's pusher and box bodies (0 is the world, 1 the goal marker).
+PUSHER, BOX = 2, 3
+MASS_RANGE = (0.5, 2.0)
+DRAWN = ("body_mass", "body_inertia", "body_subtreemass", "body_invweight0", "dof_invweight0")
+
+
+def scale_masses(model, rng):
+    """Pusher and box mass and inertia x U(0.5, 2) each, with the derived constants
+    refreshed (``model_fields.mass_constants``): MuJoCo Playground's shape."""
+
+    def draw(key):
+        scale = jax.random.uniform(key, (2,), minval=MASS_RANGE[0], maxval=MASS_RANGE[1])
+        fields = {
+            "body_mass": model.body_mass.at[PUSHER : BOX + 1].multiply(scale),
+            "body_inertia": model.body_inertia.at[PUSHER : BOX + 1].multiply(scale[:, None]),
+        }
+        fields.update(model_fields.mass_constants(model.tree_replace(fields)))
+        return fields
+
+    in_axes = jax.tree.map(lambda _: None, model).tree_replace({name: 0 for name in DRAWN})
+    return model.tree_replace(jax.vmap(draw)(rng)), in_axes
+
+
+RANDOMIZE_KWARGS = {"randomize": "episode", "randomization_fn": scale_masses}
+
+
+@pytest.fixture(scope="module")
+def c_env():
+    """A BoxPush-v0 MuJoCo C env drawing its masses per episode (``scale_masses``), shared
+    by a file's tests (test_randomize.py, test_model_fields.py)."""
+    e = gym.make(ENV_ID, backend="mujoco", **RANDOMIZE_KWARGS)
+    yield e.unwrapped
     e.close()
 
 

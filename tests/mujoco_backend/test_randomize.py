@@ -1,45 +1,19 @@
 """Per-episode domain randomization (``randomize="episode"``) on the MuJoCo C backend:
 the draw matches MJX's for the same seed, each reset (and each autoreset of the vector
 env) writes a new draw into the C model that env steps, and the steps use it. BoxPush with
-a custom randomization function in the default tier; G1's own draw in the integration
-tier."""
+a custom randomization function (conftest.py's ``scale_masses``) in the default tier; G1's
+own draw in the integration tier."""
 
 import gymnasium as gym
-import jax
-import jax.numpy as jnp
 import mujoco
 import numpy as np
 import pytest
 
 import bcg_envs
-from bcg_envs.mujoco_backend.simulation import FULL_STATE, write_model_fields
+from bcg_envs.mujoco_backend.model_fields import write_model_fields
+from bcg_envs.mujoco_backend.simulation import FULL_STATE
 from bcg_envs.physics import model_fields
-from tests.mujoco_backend.conftest import ENV_ID
-
-#: BoxPush's pusher and box bodies (0 is the world, 1 the goal marker).
-PUSHER, BOX = 2, 3
-MASS_RANGE = (0.5, 2.0)
-DRAWN = ("body_mass", "body_inertia", "body_subtreemass", "body_invweight0", "dof_invweight0")
-
-
-def scale_masses(model, rng):
-    """Pusher and box mass and inertia x U(0.5, 2) each, with the derived constants
-    refreshed (``model_fields.mass_constants``): MuJoCo Playground's shape."""
-
-    def draw(key):
-        scale = jax.random.uniform(key, (2,), minval=MASS_RANGE[0], maxval=MASS_RANGE[1])
-        fields = {
-            "body_mass": model.body_mass.at[PUSHER : BOX + 1].multiply(scale),
-            "body_inertia": model.body_inertia.at[PUSHER : BOX + 1].multiply(scale[:, None]),
-        }
-        fields.update(model_fields.mass_constants(model.tree_replace(fields)))
-        return fields
-
-    in_axes = jax.tree.map(lambda _: None, model).tree_replace({name: 0 for name in DRAWN})
-    return model.tree_replace(jax.vmap(draw)(rng)), in_axes
-
-
-KWARGS = {"randomize": "episode", "randomization_fn": scale_masses}
+from tests.mujoco_backend.conftest import BOX, DRAWN, ENV_ID, MASS_RANGE, PUSHER, RANDOMIZE_KWARGS
 
 
 def model_info(info):
@@ -70,20 +44,13 @@ def step_reference(nominal: mujoco.MjModel, info, start: np.ndarray, warm: np.nd
     return d.qpos.copy(), d.qvel.copy()
 
 
-@pytest.fixture(scope="module")
-def c_env():
-    e = gym.make(ENV_ID, backend="mujoco", **KWARGS)
-    yield e.unwrapped
-    e.close()
-
-
 def test_same_seed_same_fields_as_mjx(c_env):
     """C and MJX draw the same fields from the same seed; the C model holds them exactly
     (float32 draws, float64 model) and equals MJX's episode model on every drawn field;
     the drawn constants are MuJoCo's own for the drawn masses (``mj_setConst``). A step
     from the shared initial state moves the pusher as MJX does (float32 tolerance), which
     the model as built does not."""
-    mjx_env = gym.make(ENV_ID, backend="mjx", **KWARGS).unwrapped
+    mjx_env = gym.make(ENV_ID, backend="mjx", **RANDOMIZE_KWARGS).unwrapped
     try:
         _, c_info = c_env.reset(seed=7)
         _, mjx_info = mjx_env.reset(seed=7)
@@ -120,37 +87,6 @@ def test_same_seed_same_fields_as_mjx(c_env):
         mjx_env.close()
 
 
-def test_written_model_differs_only_where_mjx_does(c_env):
-    """``write_model_fields`` changes the drawn fields and ``dof_M0`` (MuJoCo C's mass
-    matrix of simple bodies) and nothing else: with a function that draws masses only, the
-    derived constants stay the model's own, as in MJX's episode model."""
-    nominal = c_env.jax_env.mj_model
-
-    def arrays(m):
-        names = [n for n in dir(m) if not n.startswith("_")]
-        return {n: getattr(m, n).copy() for n in names if isinstance(getattr(m, n, None), np.ndarray)}
-
-    def masses_only(model, rng):
-        n = rng.shape[0]
-        fields = {name: jnp.stack([getattr(model, name) * 1.5] * n) for name in ("body_mass", "body_inertia")}
-        return model.tree_replace(fields), jax.tree.map(lambda _: None, model).tree_replace(dict.fromkeys(fields, 0))
-
-    drawn_by_reset = model_fields.from_info(c_env.reset(seed=2)[1])
-    masses = model_fields.draw_fields(masses_only, c_env.jax_env.physics.model, jax.random.PRNGKey(0))
-    for fields, drawn in ((drawn_by_reset, set(DRAWN)), (masses, {"body_mass", "body_inertia"})):
-        m = nominal.__copy__()
-        write_model_fields(m, mujoco.MjData(m), fields)
-        before, after = arrays(nominal), arrays(m)
-        changed = {n for n in before if not np.array_equal(before[n], after[n])}
-        assert changed == drawn | {"dof_M0"}, sorted(changed)
-        for name, value in fields.items():
-            np.testing.assert_array_equal(after[name], np.asarray(value, np.float64), err_msg=name)
-    with pytest.raises(ValueError, match="'body_mass' has shape"):
-        write_model_fields(m, mujoco.MjData(m), {"body_mass": np.ones(2)})
-    with pytest.raises(ValueError, match="'no_such_field' has no counterpart"):
-        write_model_fields(m, mujoco.MjData(m), {"no_such_field": np.ones(2)})
-
-
 def test_each_reset_redraws_and_the_step_uses_the_draw(c_env):
     nominal = c_env.jax_env.mj_model
     before = nominal.body_mass.copy()
@@ -183,7 +119,7 @@ def test_each_reset_redraws_and_the_step_uses_the_draw(c_env):
 
 
 def test_jax_env_given_draws_into_a_copy():
-    jax_env = bcg_envs.make_jax("BoxPush-v0", **KWARGS)
+    jax_env = bcg_envs.make_jax("BoxPush-v0", **RANDOMIZE_KWARGS)
     e = gym.make(ENV_ID, backend="mujoco", jax_env=jax_env).unwrapped
     try:
         _, info = e.reset(seed=3)
@@ -198,7 +134,7 @@ def test_vector_env_draws_per_env_and_redraws_at_autoreset():
     redrawn at the autoreset; the rollout steps every env on its own model; a short
     random rollout and a batched ``grad_step`` stay finite."""
     n = 3
-    vec = gym.make_vec(ENV_ID, num_envs=n, backend="mujoco", config={"episode_length": 2}, **KWARGS)
+    vec = gym.make_vec(ENV_ID, num_envs=n, backend="mujoco", config={"episode_length": 2}, **RANDOMIZE_KWARGS)
     try:
         sim = vec.unwrapped.simulation
         _, info = vec.reset(seed=0)
