@@ -1,5 +1,6 @@
-"""One environment on MuJoCo C: action map, contact log, tangent coordinates, the shared
-model and rollout, and the per-env core (state, substeps, divergence, task outputs)."""
+"""The simulation of one environment on MuJoCo C: what a task's envs share (``TaskModel``:
+model, program, maps, rollout threads) and the per-env core (``EnvCore``: state, substeps,
+divergence, task outputs, the fused single-env step)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from bcg_envs.gradients.trigger import bundle_decision_scalar
 from bcg_envs.mujoco_backend.action_map import ActionMap, PhysicsAction
 from bcg_envs.mujoco_backend.contact_log import ContactLog
 from bcg_envs.mujoco_backend.model_fields import write_model_fields
+from bcg_envs.mujoco_backend.tangent import Tangent
 from bcg_envs.mujoco_backend.task_program import TaskProgram
 from bcg_envs.mujoco_backend.task_spec import TaskSpec
 from bcg_envs.physics import model_fields
@@ -43,6 +45,8 @@ _FLOAT32 = np.dtype(np.float32)
 
 
 def _default_threads() -> int:
+    """``TaskModel``'s default rollout threads: one per CPU this process may use, at most 8;
+    0 (the calling thread alone) on one CPU."""
     try:
         n = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - platforms without affinity
@@ -50,41 +54,6 @@ def _default_threads() -> int:
     return 0 if n <= 1 else min(n, 8)
 
 
-# ======================================================================================
-# Tangent coordinates
-# ======================================================================================
-class _Tangent:
-    """NumPy twin of ``bcg_envs.physics.tangent`` via ``mj_integratePos``/``mj_differentiatePos``."""
-
-    def __init__(self, model: mujoco.MjModel):
-        self.m = model
-        self.quat = bool(np.any(np.isin(model.jnt_type, [mujoco.mjtJoint.mjJNT_FREE, mujoco.mjtJoint.mjJNT_BALL])))
-        self.nq, self.nv = int(model.nq), int(model.nv)
-
-    def integrate(self, qpos: np.ndarray, dq: np.ndarray) -> np.ndarray:
-        """qpos (+) dq for a batch of displacements (k, nv) -> (k, nq)."""
-        dq = np.atleast_2d(dq)
-        if not self.quat:
-            return qpos[None, :] + dq
-        out = np.tile(qpos, (dq.shape[0], 1))
-        for row, v in zip(out, dq):
-            mujoco.mj_integratePos(self.m, row, v, 1.0)
-        return out
-
-    def difference(self, qpos: np.ndarray, ref: np.ndarray) -> np.ndarray:
-        """qpos (-) ref for a batch (k, nq) -> (k, nv)."""
-        qpos = np.atleast_2d(qpos)
-        if not self.quat:
-            return qpos - ref[None, :]
-        out = np.zeros((qpos.shape[0], self.nv))
-        for row, q in zip(out, qpos):
-            mujoco.mj_differentiatePos(self.m, row, 1.0, ref, q)
-        return out
-
-
-# ======================================================================================
-# One environment on MuJoCo C
-# ======================================================================================
 class TaskModel:
     """Everything the environments of one task share: model, program, maps, threads."""
 
@@ -99,7 +68,7 @@ class TaskModel:
         self.program = TaskProgram(spec)
         self.action_map = ActionMap(spec.action_to_ctrl, self.nu)
         self.physics_action = PhysicsAction(spec)
-        self.tangent = _Tangent(m)
+        self.tangent = Tangent(m)
         self.nstate = mujoco.mj_stateSize(m, FULL_STATE)
         self.nint = mujoco.mj_stateSize(m, INTEGRATION_STATE)
         below = lambda bit: mujoco.mj_stateSize(m, int(FULL_STATE) & (int(bit) - 1))
@@ -124,7 +93,7 @@ class TaskModel:
         program, the maps and the rollout threads."""
         new = copy.copy(self)
         new.model = model
-        new.tangent = _Tangent(model)
+        new.tangent = Tangent(model)
         return new
 
     def _reset(self, key):
