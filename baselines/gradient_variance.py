@@ -1095,6 +1095,44 @@ def _band(ax, x: np.ndarray, lo: np.ndarray, hi: np.ndarray, ok: np.ndarray, col
         ax.fill_between(x[ok], lo[ok], hi[ok], color=color, alpha=0.2)
 
 
+def _clipped_line(
+    ax,
+    rows: List[dict],
+    panel: Tuple[str, str, str, str],
+    horizon: int,
+    estimator: str,
+    keys: Tuple[str, str, str],
+    ceiling: float,
+    empty_line: bool,
+) -> bool:
+    """One (panel, horizon, estimator) line of the values ``keys[0]`` per level, shaded over
+    their interval [``keys[1]``, ``keys[2]``]; values above ``ceiling`` (or non-finite) drawn
+    at ``ceiling`` as triangles. The legend names the line; where no value is in range, the
+    line is drawn empty if ``empty_line``, else left out and the legend names the triangles.
+    Returns whether any value was clipped."""
+    s = _series(rows, panel, horizon, estimator, keys)
+    y, lo, hi = (s[k] for k in keys)
+    x, color = s["level"], COLORS[estimator]
+    bad = ~np.isfinite(y) | (y > ceiling)
+    ok = ~bad & (y > 0)
+    line = empty_line or bool(np.any(ok))
+    if line:
+        ax.plot(x[ok], y[ok], marker="o", ms=3, color=color, label=estimator)
+    _band(ax, x, lo, np.minimum(hi, ceiling), ok, color)
+    if np.any(bad):
+        ax.plot(
+            x[bad],
+            np.full(np.sum(bad), ceiling),
+            marker="^",
+            ls="none",
+            ms=7,
+            color=color,
+            clip_on=False,
+            label=None if line else estimator,
+        )
+    return bool(np.any(bad))
+
+
 def plot_ratio(rows: List[dict], path: Path) -> None:
     """Variance ratio to exact per level, a row of horizons per contact model; ratios above
     ``RATIO_EXPLODED`` (or non-finite) drawn at the top of the axis as triangles."""
@@ -1111,25 +1149,8 @@ def plot_ratio(rows: List[dict], path: Path) -> None:
             for e in estimators:
                 if e == "exact":
                     continue
-                s = _series(rows, m, h, e, ("variance_ratio", "ratio_lo", "ratio_hi"))
-                r = s["variance_ratio"]
-                bad = ~np.isfinite(r) | (r > RATIO_EXPLODED)
-                ok = ~bad & (r > 0)
-                if np.any(ok):
-                    ax.plot(s["level"][ok], r[ok], marker="o", ms=3, color=COLORS[e], label=e)
-                _band(ax, s["level"], s["ratio_lo"], np.minimum(s["ratio_hi"], RATIO_EXPLODED), ok, COLORS[e])
-                if np.any(bad):
-                    exploded_any = True
-                    ax.plot(
-                        s["level"][bad],
-                        np.full(np.sum(bad), RATIO_EXPLODED),
-                        marker="^",
-                        ls="none",
-                        ms=7,
-                        color=COLORS[e],
-                        clip_on=False,
-                        label=None if np.any(ok) else e,
-                    )
+                keys = ("variance_ratio", "ratio_lo", "ratio_hi")
+                exploded_any |= _clipped_line(ax, rows, m, h, e, keys, RATIO_EXPLODED, empty_line=False)
     _finish(fig, axes, rows, models, lambda lo, hi: (min(lo, 0.3), RATIO_EXPLODED if exploded_any else max(hi, 3.0)))
     if exploded_any:
         fig.text(0.01, 0.005, f"triangles: ratio > {RATIO_EXPLODED:.0e} or non-finite, clipped to the top", fontsize=8)
@@ -1160,23 +1181,8 @@ def plot_raw(rows: List[dict], path: Path) -> None:
         for j, h in enumerate(horizons):
             ax = axes[i, j]
             for e in estimators:
-                s = _series(rows, m, h, e, ("variance", "variance_lo", "variance_hi", "nonfinite"))
-                v = s["variance"]
-                bad = ~np.isfinite(v) | (v > ceiling)
-                ok = ~bad & (v > 0)
-                ax.plot(s["level"][ok], v[ok], marker="o", ms=3, color=COLORS[e], label=e)
-                _band(ax, s["level"], s["variance_lo"], np.minimum(s["variance_hi"], ceiling), ok, COLORS[e])
-                if np.any(bad):
-                    exploded_any = True
-                    ax.plot(
-                        s["level"][bad],
-                        np.full(np.sum(bad), ceiling),
-                        marker="^",
-                        ls="none",
-                        ms=7,
-                        color=COLORS[e],
-                        clip_on=False,
-                    )
+                keys = ("variance", "variance_lo", "variance_hi")
+                exploded_any |= _clipped_line(ax, rows, m, h, e, keys, ceiling, empty_line=True)
     _finish(fig, axes, rows, models, lambda lo, hi: (lo, ceiling if exploded_any else hi))
     if exploded_any:
         fig.text(
