@@ -178,6 +178,11 @@ class ContactModel:
         pairs joined by ``;`` (e.g. ``midpoint=False``), "" for the defaults."""
         return options_key(dict(self.options))
 
+    @property
+    def label(self) -> str:
+        """The model and its options, for messages."""
+        return f"{self.name} [{self.variant}]" if self.options else self.name
+
     def env_kwargs(self, level: float) -> Dict[str, object]:
         """``make_jax`` keyword arguments of one stiffness level."""
         kwargs: Dict[str, object] = {}
@@ -578,7 +583,7 @@ class ModelRunner:
             compiled = lowered.compile()
             t2 = time.perf_counter()
             print(
-                f"{_label(self.model)} {estimator}: traced in {t1 - t0:.1f} s, compiled in {t2 - t1:.1f} s "
+                f"{self.model.label} {estimator}: traced in {t1 - t0:.1f} s, compiled in {t2 - t1:.1f} s "
                 f"(one program for every level)",
                 flush=True,
             )
@@ -884,7 +889,7 @@ def sweep(
         for level in model.levels:
             todo = [e for e in estimators if model.block_key(level, e) not in done]
             if not todo:
-                print(f"{_label(model)} level={level:g}: done, skipped", flush=True)
+                print(f"{model.label} level={level:g}: done, skipped", flush=True)
                 continue
             source = source or runner(env_id, model, starts, horizons)
             new_rows += _run_level(
@@ -894,9 +899,7 @@ def sweep(
             held = _memory_maps()
             del source
             _release_programs()
-            print(
-                f"{_label(model)}: {held} memory maps held by its programs, {_memory_maps()} after release", flush=True
-            )
+            print(f"{model.label}: {held} memory maps held by its programs, {_memory_maps()} after release", flush=True)
     return new_rows
 
 
@@ -954,11 +957,6 @@ def _load_grads(path: Path) -> Optional[np.ndarray]:
         return None
     with np.load(path) as z:
         return z["grads"]
-
-
-def _label(model: ContactModel) -> str:
-    """The model and its options, for messages."""
-    return f"{model.name} [{model.variant}]" if model.options else model.name
 
 
 def _print_block(rows: List[dict], seconds: float) -> None:
@@ -1352,7 +1350,7 @@ def main(argv: Optional[List[str]] = None) -> List[dict]:
     )
     print(
         f"{args.env}: {len(starts)} starts ({starts.source}); horizons {horizons}; "
-        + "; ".join(f"{_label(m)} levels {list(m.levels)} physics_dt {m.physics_dt or 'task'}" for m in models),
+        + "; ".join(f"{m.label} levels {list(m.levels)} physics_dt {m.physics_dt or 'task'}" for m in models),
         flush=True,
     )
     rows = sweep(
