@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from baselines import gradient_variance as gv
+from baselines.gradient_variance_contact import CONTACT_MODELS, ContactModel
 
 
 def test_variance_and_cosine_of_huge_float32_gradients_are_finite():
@@ -61,21 +62,6 @@ def test_statistics_count_non_finite_gradients_and_leave_them_out():
     assert none["nonfinite"] == 4 and math.isnan(none["variance"]) and math.isnan(none["variance_ratio"])
 
 
-def test_levels_and_physics_timestep_from_the_command_line():
-    both = gv.select_models("both", None, None, quick=False)
-    assert [m.name for m in both] == ["mujoco", "penalty"]
-    assert both[0].levels == (0.05, 0.02, 0.008, 0.004, 0.002) and both[0].physics_dt == 0.001
-    assert both[1].levels == (50.0, 100.0, 200.0, 300.0, 500.0) and both[1].physics_dt is None
-    assert both[1].env_kwargs(300.0) == {"contact_model": "penalty", "kappa": 300.0}
-    assert both[0].env_kwargs(0.004) == {"physics_dt": 0.001, "contact_stiffness": 0.004}
-    picked = gv.select_models("both", ["penalty=100", "penalty=200"], 0.0, quick=False)
-    assert picked[0].levels == both[0].levels and picked[0].physics_dt is None
-    assert picked[1].levels == (100.0, 200.0)
-    assert gv.select_models("mujoco", ["0.01"], None, quick=False)[0].levels == (0.01,)
-    with pytest.raises(ValueError):
-        gv.select_models("mujoco", ["penalty=100"], None, quick=False)
-
-
 class StubRunner:
     """Synthetic gradients in place of physics: exact's spread grows with the horizon,
     bcg's is half of it, ``bundle`` explodes."""
@@ -111,7 +97,7 @@ def _stub_starts(n=8, t=4):
 
 
 def test_sweep_appends_blocks_and_skips_them_when_restarted(tmp_path):
-    model = gv.ContactModel("mujoco", (0.02, 0.008), "tau", True, 0.001)
+    model = ContactModel("mujoco", (0.02, 0.008), "tau", True, 0.001)
     starts, horizons = _stub_starts(), (1, 4)
     StubRunner.calls = []
     rows = gv.sweep(
@@ -246,7 +232,7 @@ def test_one_program_for_every_level_matches_an_env_built_at_that_level(contact_
 
     import bcg_envs
 
-    model = dataclasses.replace(gv.CONTACT_MODELS[contact_model], levels=levels)
+    model = dataclasses.replace(CONTACT_MODELS[contact_model], levels=levels)
     starts = gv.scripted_starts("BoxPush-v0", 2, 4, threshold=1.0, lead=2)
     runner = gv.ModelRunner("BoxPush-v0", model, starts, (4,))
     soft, stiff = (runner.block("exact", level).grads[:, 0] for level in levels)
@@ -306,66 +292,6 @@ def test_bootstrap_interval_of_one_far_start_keeps_the_others_spread():
         assert 1e32 < hi <= 40 * 1e32 / 4  # at most d * (1e16)^2 * p (1 - p), p = 1/2
 
 
-# ----- the Moreau model, contact options and variants ------------------------------------
-def test_moreau_levels_options_and_physics_timestep_from_the_command_line():
-    (moreau,) = gv.select_models("moreau", None, None, quick=False)
-    assert moreau.levels == (50.0, 100.0, 300.0, 1000.0, 3000.0) and moreau.physics_dt is None
-    assert moreau.variant == "" and moreau.env_kwargs(300.0) == {"contact_model": "moreau", "kappa": 300.0}
-    assert gv.select_models(["moreau"], None, None, quick=True)[0].levels == (300.0,)
-    # ``both`` keeps its meaning; several models by name; options reach the kappa models only
-    assert [m.name for m in gv.select_models(["both"], None, None, quick=False)] == ["mujoco", "penalty"]
-    mujoco, variant = gv.select_models(
-        ["mujoco", "moreau", "mujoco"], ["moreau=300", "moreau=1000"], 0.002, False, {"midpoint": False}
-    )
-    assert (mujoco.name, mujoco.options, mujoco.physics_dt) == ("mujoco", (), 0.002)
-    assert variant.levels == (300.0, 1000.0) and variant.physics_dt == 0.002
-    assert variant.variant == "midpoint=False"
-    assert variant.env_kwargs(1000.0) == {
-        "physics_dt": 0.002,
-        "contact_options": {"midpoint": False},
-        "contact_model": "moreau",
-        "kappa": 1000.0,
-    }
-    # --physics-dt leaves the penalty model at the task's timestep, as before
-    (penalty,) = gv.select_models("penalty", None, 0.002, False, {"baumgarte": 0.1})
-    assert penalty.physics_dt is None and penalty.variant == "baumgarte=0.1"
-    (task_dt,) = gv.select_models("moreau", None, 0.0, False, {"prox_iterations": 4})
-    assert task_dt.physics_dt is None and task_dt.variant == "prox_iterations=4"
-    with pytest.raises(ValueError, match="prox_iterations.*penalty"):  # every selected kappa model takes them
-        gv.select_models(["penalty", "moreau"], None, None, False, {"prox_iterations": 4})
-    for models, options, match in [
-        ("mujoco", {"midpoint": False}, "neither is selected"),
-        ("moreau", {"baumgarte": 0.2}, "baumgarte"),
-        ("penalty", {"midpoint": False}, "midpoint"),
-        ("moreau", {"friction": "smooth"}, "friction"),
-        ("moreau", {"prox_iterations": -1}, "prox_iterations"),
-        ("stiff", None, "contact-model"),
-    ]:
-        with pytest.raises(ValueError, match=match):
-            gv.select_models(models, None, None, False, options)
-
-
-def test_contact_options_are_parsed_to_bools_numbers_and_words():
-    parsed = gv.parse_contact_options(
-        ["midpoint=False", "step_cap=true", "prox_iterations=50", "contact_margin=1e-3", "friction=regularized"]
-    )
-    assert parsed == {
-        "midpoint": False,
-        "step_cap": True,
-        "prox_iterations": 50,
-        "contact_margin": 0.001,
-        "friction": "regularized",
-    }
-    assert type(parsed["prox_iterations"]) is int and type(parsed["contact_margin"]) is float
-    assert gv.parse_contact_options(None) == {}
-    assert gv.options_key(parsed) == (
-        "contact_margin=0.001;friction=regularized;midpoint=False;prox_iterations=50;step_cap=True"
-    )
-    for bad in (["midpoint"], ["=3"], ["a b=1"], ["x=a/b"], ["midpoint=False", "midpoint=True"]):
-        with pytest.raises(ValueError, match="contact-options"):
-            gv.parse_contact_options(bad)
-
-
 def test_the_command_line_reaches_the_sweep_and_the_env(tmp_path, monkeypatch):
     """``main`` with the Moreau model and options: the models handed to the sweep, and the
     env they build (``make_jax`` with the model's keyword arguments) has them."""
@@ -389,7 +315,7 @@ def test_the_command_line_reaches_the_sweep_and_the_env(tmp_path, monkeypatch):
 
 def _moreau(options=(), physics_dt=None, levels=(300.0,)):
     return dataclasses.replace(
-        gv.CONTACT_MODELS["moreau"], levels=levels, options=tuple(sorted(options)), physics_dt=physics_dt
+        CONTACT_MODELS["moreau"], levels=levels, options=tuple(sorted(options)), physics_dt=physics_dt
     )
 
 
@@ -436,7 +362,7 @@ def test_a_csv_without_the_options_column_reads_as_the_defaults_and_gains_it(tmp
     """A CSV written before ``contact_options`` existed: its rows read with the column
     empty, count as the default variant's (skipped on restart), and the next append
     rewrites the file with the column, keeping them."""
-    penalty = dataclasses.replace(gv.CONTACT_MODELS["penalty"], levels=(300.0,))
+    penalty = dataclasses.replace(CONTACT_MODELS["penalty"], levels=(300.0,))
     _run([penalty], tmp_path)
     path = tmp_path / gv.CSV_NAME
     with path.open(newline="") as f:
@@ -472,7 +398,6 @@ def test_moreau_sweep_on_box_push_with_options(tmp_path):
     assert gv.main(argv) == []
 
 
-# ----- starts from a trained policy's episodes -------------------------------------------
 def _shipped_policy(env_id="BoxPush-v0"):
     from bcg_envs.envs.resources import trained_policy_path
 
