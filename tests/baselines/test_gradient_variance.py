@@ -9,6 +9,8 @@ import pytest
 
 from baselines import gradient_variance as gv
 from baselines.gradient_variance_contact import CONTACT_MODELS, ContactModel
+from baselines.gradient_variance_starts import scripted_starts, starts_tag
+from tests.baselines.gradient_variance_stubs import StubRunner, moreau, run_stub_sweep, shipped_policy, stub_starts
 
 
 def test_variance_and_cosine_of_huge_float32_gradients_are_finite():
@@ -62,43 +64,9 @@ def test_statistics_count_non_finite_gradients_and_leave_them_out():
     assert none["nonfinite"] == 4 and math.isnan(none["variance"]) and math.isnan(none["variance_ratio"])
 
 
-class StubRunner:
-    """Synthetic gradients in place of physics: exact's spread grows with the horizon,
-    bcg's is half of it, ``bundle`` explodes."""
-
-    calls = []
-
-    def __init__(self, env_id, model, starts, horizons):
-        self.starts, self.horizons = starts, horizons
-        StubRunner.calls.append(("runner", model.name))
-
-    def _grads(self, scale, seed):
-        n, t, nu = self.starts.actions.shape
-        rng = np.random.default_rng(seed)
-        steps = np.arange(t)[None, :, None]
-        return scale * (1.0 + steps) * rng.standard_normal((n, len(self.horizons), t, nu))
-
-    def reference(self, level, samples, sigma):
-        StubRunner.calls.append(("reference", level))
-        return np.zeros_like(self._grads(1.0, 0)) + 1.0
-
-    def block(self, estimator, level):
-        StubRunner.calls.append((estimator, level))
-        scale = {"exact": 1.0, "bcg": 0.5, "bundle": 1e9}[estimator]
-        n, t, _ = self.starts.actions.shape
-        bundled = np.zeros((n, t), bool) if estimator == "exact" else np.ones((n, t), bool)
-        return gv.Block(self._grads(scale, 1), bundled, 1e-3, 2.0, 10, 10, 2)
-
-
-def _stub_starts(n=8, t=4):
-    return gv.Starts(
-        np.zeros((n, 5)), np.zeros((n, 5)), {"goal": np.zeros((n, 2))}, np.zeros((n, t, 2), np.float32), "stub"
-    )
-
-
 def test_sweep_appends_blocks_and_skips_them_when_restarted(tmp_path):
     model = ContactModel("mujoco", (0.02, 0.008), "tau", True, 0.001)
-    starts, horizons = _stub_starts(), (1, 4)
+    starts, horizons = stub_starts(), (1, 4)
     StubRunner.calls = []
     rows = gv.sweep(
         "BoxPush-v0",
@@ -233,7 +201,7 @@ def test_one_program_for_every_level_matches_an_env_built_at_that_level(contact_
     import bcg_envs
 
     model = dataclasses.replace(CONTACT_MODELS[contact_model], levels=levels)
-    starts = gv.scripted_starts("BoxPush-v0", 2, 4, threshold=1.0, lead=2)
+    starts = scripted_starts("BoxPush-v0", 2, 4, threshold=1.0, lead=2)
     runner = gv.ModelRunner("BoxPush-v0", model, starts, (4,))
     soft, stiff = (runner.block("exact", level).grads[:, 0] for level in levels)
 
@@ -298,7 +266,7 @@ def test_the_command_line_reaches_the_sweep_and_the_env(tmp_path, monkeypatch):
     import bcg_envs
 
     seen = {}
-    monkeypatch.setattr(gv, "find_starts", lambda *a, **k: _stub_starts())
+    monkeypatch.setattr(gv, "find_starts", lambda *a, **k: stub_starts())
     monkeypatch.setattr(gv, "sweep", lambda env, models, *a, **k: seen.setdefault("models", models) and [])
     argv = ["--contact-model", "moreau", "--levels", "300", "--out", str(tmp_path), "--horizons", "1", "4"]
     assert gv.main([*argv, "--contact-options", "midpoint=False", "friction=regularized"]) == []
@@ -313,37 +281,16 @@ def test_the_command_line_reaches_the_sweep_and_the_env(tmp_path, monkeypatch):
         gv.main(["--contact-model", "moreau", "--contact-options", "midpoint", "--out", str(tmp_path)])
 
 
-def _moreau(options=(), physics_dt=None, levels=(300.0,)):
-    return dataclasses.replace(
-        CONTACT_MODELS["moreau"], levels=levels, options=tuple(sorted(options)), physics_dt=physics_dt
-    )
-
-
-def _run(models, tmp_path, estimators=("exact", "bcg")):
-    StubRunner.calls = []
-    return gv.sweep(
-        "BoxPush-v0",
-        models,
-        list(estimators),
-        _stub_starts(),
-        (1, 4),
-        tmp_path,
-        reference_samples=2,
-        resamples=20,
-        runner=StubRunner,
-    )
-
-
 def test_variants_share_the_csv_and_are_skipped_per_variant_when_restarted(tmp_path):
     """The default Moreau model, ``midpoint=False`` and another physics timestep: each is
     its own block (the CSV's ``contact_options`` and ``physics_dt`` columns), with its own
     data files; a restart skips exactly the variants done."""
-    default, no_mid, dt = _moreau(), _moreau([("midpoint", False)]), _moreau(physics_dt=0.002)
-    assert len(_run([default], tmp_path)) == 4
-    new = _run([no_mid, default], tmp_path)  # the default is done; the variant is not
+    default, no_mid, dt = moreau(), moreau([("midpoint", False)]), moreau(physics_dt=0.002)
+    assert len(run_stub_sweep([default], tmp_path)) == 4
+    new = run_stub_sweep([no_mid, default], tmp_path)  # the default is done; the variant is not
     assert StubRunner.calls == [("runner", "moreau"), ("exact", 300.0), ("reference", 300.0), ("bcg", 300.0)]
     assert {r["contact_options"] for r in new} == {"midpoint=False"}
-    assert len(_run([dt], tmp_path)) == 4
+    assert len(run_stub_sweep([dt], tmp_path)) == 4
     rows = gv.read_rows(tmp_path)
     assert len(rows) == 12
     assert {(r["contact_options"], r["physics_dt"]) for r in rows} == {("", ""), ("midpoint=False", ""), ("", "0.002")}
@@ -353,7 +300,7 @@ def test_variants_share_the_csv_and_are_skipped_per_variant_when_restarted(tmp_p
         for stem in ("moreau", "moreau_midpoint=False", "moreau_dt0.002")
         for what in ("exact", "bcg", "reference2")
     )
-    assert _run([default, no_mid, dt], tmp_path) == [] and StubRunner.calls == []
+    assert run_stub_sweep([default, no_mid, dt], tmp_path) == [] and StubRunner.calls == []
     gv.write_figures(tmp_path)  # one row of panels per variant
     assert (tmp_path / "gradient_variance_raw.png").stat().st_size > 1000
 
@@ -363,7 +310,7 @@ def test_a_csv_without_the_options_column_reads_as_the_defaults_and_gains_it(tmp
     empty, count as the default variant's (skipped on restart), and the next append
     rewrites the file with the column, keeping them."""
     penalty = dataclasses.replace(CONTACT_MODELS["penalty"], levels=(300.0,))
-    _run([penalty], tmp_path)
+    run_stub_sweep([penalty], tmp_path)
     path = tmp_path / gv.CSV_NAME
     with path.open(newline="") as f:
         rows = list(csv.DictReader(f))
@@ -373,9 +320,9 @@ def test_a_csv_without_the_options_column_reads_as_the_defaults_and_gains_it(tmp
         writer.writerows(rows)
     legacy = gv.read_rows(tmp_path)
     assert len(legacy) == 4 and all(r["contact_options"] == "" for r in legacy)
-    assert _run([penalty], tmp_path) == [] and StubRunner.calls == []
+    assert run_stub_sweep([penalty], tmp_path) == [] and StubRunner.calls == []
     variant = dataclasses.replace(penalty, options=(("baumgarte", 0.1),))
-    assert len(_run([variant], tmp_path)) == 4
+    assert len(run_stub_sweep([variant], tmp_path)) == 4
     with path.open(newline="") as f:
         assert tuple(next(csv.reader(f))) == gv.COLUMNS
     after = gv.read_rows(tmp_path)
@@ -398,82 +345,31 @@ def test_moreau_sweep_on_box_push_with_options(tmp_path):
     assert gv.main(argv) == []
 
 
-def _shipped_policy(env_id="BoxPush-v0"):
-    from bcg_envs.envs.resources import trained_policy_path
-
-    return trained_policy_path(env_id)
-
-
 def test_starts_policy_from_the_command_line(tmp_path, monkeypatch):
     """``--starts-policy PATH`` reaches ``find_starts`` as ``policy``; without it the
     scripted starts as before; a missing file or an env without a contact event is refused."""
     seen = {}
-    monkeypatch.setattr(gv, "find_starts", lambda *a, **k: seen.update(policy=k.get("policy")) or _stub_starts())
+    monkeypatch.setattr(gv, "find_starts", lambda *a, **k: seen.update(policy=k.get("policy")) or stub_starts())
     monkeypatch.setattr(gv, "sweep", lambda *a, **k: [])
     argv = ["--contact-model", "moreau", "--levels", "300", "--horizons", "1", "--out", str(tmp_path)]
-    path = str(_shipped_policy())
+    path = str(shipped_policy())
     assert gv.main([*argv, "--starts-policy", path]) == [] and seen["policy"] == path
     seen.clear()
     assert gv.main(argv) == [] and seen["policy"] is None
-    g1 = str(_shipped_policy("G1Jump-v0"))
+    g1 = str(shipped_policy("G1Jump-v0"))
     assert gv.main([*argv, "--env", "G1Jump-v0", "--starts-policy", g1]) == [] and seen["policy"] == g1
     with pytest.raises(SystemExit):
         gv.main([*argv, "--starts-policy", str(tmp_path / "missing.npz")])
-
-
-def test_policy_starts_differ_from_scripted_ones_and_are_cached_apart(tmp_path):
-    """Two starts from the shipped BoxPush policy's episodes and two from the scripted
-    controller's (seeds 0, 1, ..., 2 steps before the first contact > 1 N): other states and
-    actions, other cache files (``_policy-<stem>``), a source naming the policy file; the
-    cache returns the same starts; another env's policy is refused."""
-    policy = _shipped_policy()
-    scripted = gv.find_starts("BoxPush-v0", 2, 1, tmp_path)
-    learned = gv.find_starts("BoxPush-v0", 2, 1, tmp_path, policy=policy)
-    names = sorted(p.name for p in tmp_path.glob("gradient_variance_starts_*.npz"))
-    assert names == [
-        "gradient_variance_starts_n2_T1_lead2_force1.npz",
-        "gradient_variance_starts_n2_T1_lead2_force1_policy-BoxPush-v0.npz",
-    ]
-    assert scripted.source.startswith("scripted episodes") and gv.starts_tag(scripted.source) == ""
-    assert "BoxPush-v0.npz" in learned.source and gv.starts_tag(learned.source) == "policy-BoxPush-v0"
-    assert learned.qpos.shape == scripted.qpos.shape and learned.actions.shape == (2, 1, 2)
-    assert not np.allclose(learned.qpos, scripted.qpos) and not np.allclose(learned.actions, scripted.actions)
-    np.testing.assert_array_equal(learned.task_info["goal"], scripted.task_info["goal"])  # same seeds, same goals
-    again = gv.find_starts("BoxPush-v0", 2, 1, tmp_path, policy=policy)
-    np.testing.assert_array_equal(again.qpos, learned.qpos)
-    np.testing.assert_array_equal(again.actions, learned.actions)
-    assert again.source == learned.source
-    with pytest.raises(ValueError, match="G1Jump-v0"):
-        gv.policy_starts("BoxPush-v0", _shipped_policy("G1Jump-v0"), 1, 1, 1.0, 2)
-    with pytest.raises(ValueError, match="not of G1Jump-v0"):
-        gv.find_starts("G1Jump-v0", 1, 1, tmp_path, policy=policy)
-
-
-def test_g1_policy_starts_sit_before_the_landing_of_the_reference(tmp_path):
-    """G1Jump: starts 2 steps before the first touchdown after a flight in the shipped
-    policy's episodes. A tracking policy lands near the clip's own touchdown, so each
-    start's ``ref_start`` (the episode's first frame plus the start's step) lies within 10
-    frames (0.2 s) of the clip's touchdown minus the lead, as the clip's contact labels give it;
-    without the shift by the start's step it would be the episode's random first frame."""
-    import bcg_envs
-
-    starts = gv.find_starts("G1Jump-v0", 3, 4, tmp_path, policy=_shipped_policy("G1Jump-v0"))
-    assert "touchdown after a flight" in starts.source and starts.actions.shape[:2] == (3, 4)
-    ref = bcg_envs.make_jax("G1Jump-v0").reference
-    airborne = ~np.any(ref.foot_contact > 0.5, axis=1)
-    touchdown = int(np.flatnonzero(airborne[:-1] & ~airborne[1:])[0]) + 1
-    frames = starts.task_info["ref_start"]
-    assert np.all(np.abs(frames + 2 - touchdown) <= 10), (frames, touchdown)
 
 
 def test_policy_rows_name_the_policy_and_are_skipped_apart_from_scripted_ones(tmp_path):
     """Scripted and policy starts into one ``--out``: neither run skips the other's blocks,
     the rows' ``starts_source`` says which starts (the policy file), the data files differ,
     a restart of either skips only its own blocks, and old rows count as scripted."""
-    model = _moreau()
-    scripted = dataclasses.replace(_stub_starts(), source="scripted episodes (seeds 0..), 2 steps before ...")
+    model = moreau()
+    scripted = dataclasses.replace(stub_starts(), source="scripted episodes (seeds 0..), 2 steps before ...")
     policy_source = "policy BoxPush-v0.npz episodes (deterministic; seeds 0..), 2 steps before the first contact > 1 N"
-    learned = dataclasses.replace(_stub_starts(), source=policy_source)
+    learned = dataclasses.replace(stub_starts(), source=policy_source)
 
     def run(starts):
         StubRunner.calls = []
@@ -486,7 +382,7 @@ def test_policy_rows_name_the_policy_and_are_skipped_apart_from_scripted_ones(tm
     assert StubRunner.calls == [("runner", "moreau"), ("exact", 300.0), ("reference", 300.0), ("bcg", 300.0)]
     assert run(scripted) == [] and run(learned) == [] and StubRunner.calls == []
     rows = gv.read_rows(tmp_path)
-    assert [gv.starts_tag(r["starts_source"]) for r in rows] == [""] * 4 + ["policy-BoxPush-v0"] * 4
+    assert [starts_tag(r["starts_source"]) for r in rows] == [""] * 4 + ["policy-BoxPush-v0"] * 4
     names = sorted(p.name for p in (tmp_path / "gradient_variance_data").iterdir())
     assert names == sorted(
         f"moreau_300.0_{what}_n8{suffix}.npz"
@@ -497,7 +393,7 @@ def test_policy_rows_name_the_policy_and_are_skipped_apart_from_scripted_ones(tm
     assert gv.done_blocks(rows[:4], 8, (1, 4)) == gv.done_blocks(rows[4:], 8, (1, 4), "policy-BoxPush-v0") == both
     assert gv.done_blocks(rows[4:], 8, (1, 4)) == gv.done_blocks(rows[:4], 8, (1, 4), "policy-BoxPush-v0") == set()
     assert gv.done_blocks(rows, 8, (1, 4), "policy-other") == set()
-    assert gv.starts_tag("") == "" and gv.starts_tag("reference frames 2..5 before touchdown") == ""
+    assert starts_tag("") == "" and starts_tag("reference frames 2..5 before touchdown") == ""
     assert gv._panel_title(gv._panel_of(rows[-1])) == "moreau policy-BoxPush-v0"
     gv.write_figures(tmp_path)  # one row of panels per start source
     assert (tmp_path / "gradient_variance_raw.png").stat().st_size > 1000
@@ -508,7 +404,7 @@ def test_quick_sweep_on_box_push_from_policy_starts(tmp_path):
     """``--quick`` (penalty model) from the shipped BoxPush policy's starts, after the
     scripted sweep into the same folder: both measured, rows tell them apart, restarts skip."""
     argv = ["--quick", "--contact-model", "penalty", "--out", str(tmp_path)]
-    policy = ["--starts-policy", str(_shipped_policy())]
+    policy = ["--starts-policy", str(shipped_policy())]
     assert len(gv.main(argv)) == 4
     rows = gv.main([*argv, *policy])
     assert len(rows) == 4 and all("BoxPush-v0.npz" in r["starts_source"] for r in rows)
