@@ -7,8 +7,9 @@ import dataclasses
 
 import numpy as np
 
-from baselines.gradient_variance import Block, sweep
+from baselines.gradient_variance import sweep
 from baselines.gradient_variance_contact import CONTACT_MODELS
+from baselines.gradient_variance_gradients import Block
 from baselines.gradient_variance_starts import Starts
 
 
