@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from baselines import gradient_variance as gv
-from baselines.gradient_variance_contact import CONTACT_MODELS, ContactModel
+from baselines.gradient_variance_contact import ContactModel
+from baselines.gradient_variance_csv import COLUMNS, CSV_NAME, done_blocks, read_rows
 from baselines.gradient_variance_starts import starts_tag
 from tests.baselines.gradient_variance_stubs import StubRunner, moreau, run_stub_sweep, shipped_policy, stub_starts
 
@@ -37,9 +38,9 @@ def test_sweep_appends_blocks_and_skips_them_when_restarted(tmp_path):
         ("reference", 0.008),
         ("bcg", 0.008),
     ]
-    with (tmp_path / gv.CSV_NAME).open() as f:
+    with (tmp_path / CSV_NAME).open() as f:
         reader = csv.DictReader(f)
-        assert tuple(reader.fieldnames) == gv.COLUMNS
+        assert tuple(reader.fieldnames) == COLUMNS
         first = list(reader)
     by = {(r["level"], r["estimator"], r["horizon"]): r for r in first}
     assert float(by["0.02", "exact", "4"]["variance_ratio"]) == 1.0
@@ -78,17 +79,11 @@ def test_sweep_appends_blocks_and_skips_them_when_restarted(tmp_path):
     )
     assert StubRunner.calls == [("runner", "mujoco"), ("bundle", 0.02), ("bundle", 0.008)]
     assert all(r["variance_ratio"] > 1e16 for r in more)
-    assert len(gv.read_rows(tmp_path)) == len(first) + len(more)
+    assert len(read_rows(tmp_path)) == len(first) + len(more)
 
     gv.write_figures(tmp_path)  # the exploded bundle rows are clipped and marked
     for name in ("gradient_variance_ratio.png", "gradient_variance_raw.png"):
         assert (tmp_path / name).stat().st_size > 1000
-
-
-def test_a_csv_of_another_format_is_refused_not_overwritten(tmp_path):
-    (tmp_path / gv.CSV_NAME).write_text("env,stiffness,estimator\nBoxPush-v0,stiff,exact\n")
-    with pytest.raises(ValueError, match="columns"):
-        gv.read_rows(tmp_path)
 
 
 @pytest.mark.integration
@@ -100,7 +95,7 @@ def test_quick_sweep_on_box_push(tmp_path, contact_model):
     MuJoCo model's gradients are checked by the gradient tests); both in the integration tier."""
     models = ("mujoco", "penalty") if contact_model == "both" else (contact_model,)
     gv.main(["--quick", "--env", "BoxPush-v0", "--contact-model", contact_model, "--out", str(tmp_path)])
-    rows = gv.read_rows(tmp_path)
+    rows = read_rows(tmp_path)
     assert {(r["contact_model"], r["estimator"], int(r["horizon"])) for r in rows} == {
         (m, e, h) for m in models for e in ("exact", "bcg") for h in (1, 4)
     }
@@ -178,7 +173,7 @@ def test_variants_share_the_csv_and_are_skipped_per_variant_when_restarted(tmp_p
     assert StubRunner.calls == [("runner", "moreau"), ("exact", 300.0), ("reference", 300.0), ("bcg", 300.0)]
     assert {r["contact_options"] for r in new} == {"midpoint=False"}
     assert len(run_stub_sweep([dt], tmp_path)) == 4
-    rows = gv.read_rows(tmp_path)
+    rows = read_rows(tmp_path)
     assert len(rows) == 12
     assert {(r["contact_options"], r["physics_dt"]) for r in rows} == {("", ""), ("midpoint=False", ""), ("", "0.002")}
     names = sorted(p.name for p in (tmp_path / "gradient_variance_data").iterdir())
@@ -190,31 +185,6 @@ def test_variants_share_the_csv_and_are_skipped_per_variant_when_restarted(tmp_p
     assert run_stub_sweep([default, no_mid, dt], tmp_path) == [] and StubRunner.calls == []
     gv.write_figures(tmp_path)  # one row of panels per variant
     assert (tmp_path / "gradient_variance_raw.png").stat().st_size > 1000
-
-
-def test_a_csv_without_the_options_column_reads_as_the_defaults_and_gains_it(tmp_path):
-    """A CSV written before ``contact_options`` existed: its rows read with the column
-    empty, count as the default variant's (skipped on restart), and the next append
-    rewrites the file with the column, keeping them."""
-    penalty = dataclasses.replace(CONTACT_MODELS["penalty"], levels=(300.0,))
-    run_stub_sweep([penalty], tmp_path)
-    path = tmp_path / gv.CSV_NAME
-    with path.open(newline="") as f:
-        rows = list(csv.DictReader(f))
-    with path.open("w", newline="") as f:  # the old format
-        writer = csv.DictWriter(f, gv.LEGACY_COLUMNS, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
-    legacy = gv.read_rows(tmp_path)
-    assert len(legacy) == 4 and all(r["contact_options"] == "" for r in legacy)
-    assert run_stub_sweep([penalty], tmp_path) == [] and StubRunner.calls == []
-    variant = dataclasses.replace(penalty, options=(("baumgarte", 0.1),))
-    assert len(run_stub_sweep([variant], tmp_path)) == 4
-    with path.open(newline="") as f:
-        assert tuple(next(csv.reader(f))) == gv.COLUMNS
-    after = gv.read_rows(tmp_path)
-    assert [r["contact_options"] for r in after] == [""] * 4 + ["baumgarte=0.1"] * 4
-    assert [r["variance"] for r in after[:4]] == [r["variance"] for r in legacy]
 
 
 @pytest.mark.integration
@@ -268,7 +238,7 @@ def test_policy_rows_name_the_policy_and_are_skipped_apart_from_scripted_ones(tm
     assert len(new) == 4 and {r["starts_source"] for r in new} == {policy_source}
     assert StubRunner.calls == [("runner", "moreau"), ("exact", 300.0), ("reference", 300.0), ("bcg", 300.0)]
     assert run(scripted) == [] and run(learned) == [] and StubRunner.calls == []
-    rows = gv.read_rows(tmp_path)
+    rows = read_rows(tmp_path)
     assert [starts_tag(r["starts_source"]) for r in rows] == [""] * 4 + ["policy-BoxPush-v0"] * 4
     names = sorted(p.name for p in (tmp_path / "gradient_variance_data").iterdir())
     assert names == sorted(
@@ -277,9 +247,9 @@ def test_policy_rows_name_the_policy_and_are_skipped_apart_from_scripted_ones(tm
         for what in ("exact", "bcg", "reference2")
     )
     both = {("moreau", "", "", "300.0", e) for e in ("exact", "bcg")}
-    assert gv.done_blocks(rows[:4], 8, (1, 4)) == gv.done_blocks(rows[4:], 8, (1, 4), "policy-BoxPush-v0") == both
-    assert gv.done_blocks(rows[4:], 8, (1, 4)) == gv.done_blocks(rows[:4], 8, (1, 4), "policy-BoxPush-v0") == set()
-    assert gv.done_blocks(rows, 8, (1, 4), "policy-other") == set()
+    assert done_blocks(rows[:4], 8, (1, 4)) == done_blocks(rows[4:], 8, (1, 4), "policy-BoxPush-v0") == both
+    assert done_blocks(rows[4:], 8, (1, 4)) == done_blocks(rows[:4], 8, (1, 4), "policy-BoxPush-v0") == set()
+    assert done_blocks(rows, 8, (1, 4), "policy-other") == set()
     assert starts_tag("") == "" and starts_tag("reference frames 2..5 before touchdown") == ""
     assert gv._panel_title(gv._panel_of(rows[-1])) == "moreau policy-BoxPush-v0"
     gv.write_figures(tmp_path)  # one row of panels per start source
