@@ -7,10 +7,10 @@ import dataclasses
 
 import numpy as np
 
-from baselines.gradient_variance import sweep
 from baselines.gradient_variance_contact import CONTACT_MODELS
 from baselines.gradient_variance_gradients import Block
 from baselines.gradient_variance_starts import Starts
+from baselines.gradient_variance_sweep import sweep
 
 
 class StubRunner:
