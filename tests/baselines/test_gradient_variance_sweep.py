@@ -5,9 +5,9 @@ import dataclasses
 
 import numpy as np
 
-from baselines import gradient_variance as gv
 from baselines.gradient_variance_contact import ContactModel
 from baselines.gradient_variance_csv import COLUMNS, CSV_NAME, done_blocks, read_rows
+from baselines.gradient_variance_figures import panel_of, panel_title, write_figures
 from baselines.gradient_variance_starts import starts_tag
 from baselines.gradient_variance_sweep import sweep
 from tests.baselines.gradient_variance_stubs import StubRunner, moreau, run_stub_sweep, stub_starts
@@ -81,7 +81,7 @@ def test_sweep_appends_blocks_and_skips_them_when_restarted(tmp_path):
     assert all(r["variance_ratio"] > 1e16 for r in more)
     assert len(read_rows(tmp_path)) == len(first) + len(more)
 
-    gv.write_figures(tmp_path)  # the exploded bundle rows are clipped and marked
+    write_figures(tmp_path)  # the exploded bundle rows are clipped and marked
     for name in ("gradient_variance_ratio.png", "gradient_variance_raw.png"):
         assert (tmp_path / name).stat().st_size > 1000
 
@@ -106,7 +106,7 @@ def test_variants_share_the_csv_and_are_skipped_per_variant_when_restarted(tmp_p
         for what in ("exact", "bcg", "reference2")
     )
     assert run_stub_sweep([default, no_mid, dt], tmp_path) == [] and StubRunner.calls == []
-    gv.write_figures(tmp_path)  # one row of panels per variant
+    write_figures(tmp_path)  # one row of panels per variant
     assert (tmp_path / "gradient_variance_raw.png").stat().st_size > 1000
 
 
@@ -142,6 +142,6 @@ def test_policy_rows_name_the_policy_and_are_skipped_apart_from_scripted_ones(tm
     assert done_blocks(rows[4:], 8, (1, 4)) == done_blocks(rows[:4], 8, (1, 4), "policy-BoxPush-v0") == set()
     assert done_blocks(rows, 8, (1, 4), "policy-other") == set()
     assert starts_tag("") == "" and starts_tag("reference frames 2..5 before touchdown") == ""
-    assert gv._panel_title(gv._panel_of(rows[-1])) == "moreau policy-BoxPush-v0"
-    gv.write_figures(tmp_path)  # one row of panels per start source
+    assert panel_title(panel_of(rows[-1])) == "moreau policy-BoxPush-v0"
+    write_figures(tmp_path)  # one row of panels per start source
     assert (tmp_path / "gradient_variance_raw.png").stat().st_size > 1000
