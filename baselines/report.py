@@ -791,16 +791,17 @@ def gradient_table(env_id: str, model: str, options: str = "") -> str:
     cosine to the smoothed reference at H = 64; bcg's variance ratio to exact (paired
     bootstrap) at H = 32, 64 and the range of its bundled fraction over H = 8, 32, 64; the
     other estimators' ratio at H = 64 where measured."""
-    from baselines import gradient_variance as gv
+    from baselines import gradient_variance_csv as gv_csv
+    from baselines import gradient_variance_starts as gv_starts
 
     # One variant (as built: none), and the timestep of the first block measured (a
     # sweep's other timesteps are variants: ``decomposition_table``).
     rows = [
         r
-        for r in gv.read_rows(RESULTS / env_id)
+        for r in gv_csv.read_rows(RESULTS / env_id)
         if r["contact_model"] == model
         and (r.get("contact_options") or "") == options
-        and not gv.starts_tag(r.get("starts_source"))
+        and not gv_starts.starts_tag(r.get("starts_source"))
     ]
     rows = [r for r in rows if r.get("physics_dt") == rows[0].get("physics_dt")] if rows else rows
     levels = sorted({float(r["level"]) for r in rows}, reverse=model == "mujoco")
@@ -818,14 +819,15 @@ def decomposition_table(sweep: str, model: str, level: str) -> str:
     timestep, in the order they were measured; the columns of ``gradient_table`` and exact's
     H = 64 variance relative to the model as built (point estimates; the intervals of the
     two variances are in their own columns)."""
-    from baselines import gradient_variance as gv
+    from baselines import gradient_variance_csv as gv_csv
+    from baselines import gradient_variance_starts as gv_starts
 
     rows = [
         r
-        for r in gv.read_rows(RESULTS / sweep)
+        for r in gv_csv.read_rows(RESULTS / sweep)
         if r["contact_model"] == model
         and float(r["level"]) == float(level)
-        and not gv.starts_tag(r.get("starts_source"))  # the scripted starts
+        and not gv_starts.starts_tag(r.get("starts_source"))  # the scripted starts
     ]
     variants: List[Tuple[str, str]] = []
     for r in rows:
@@ -857,23 +859,24 @@ def starts_table(sweep: str, model: str, level: str) -> str:
     """One row per source of start states of ``model`` as built at stiffness ``level`` in
     ``<sweep>/gradient_variance.csv``: the scripted controller's episodes (G1: the reference
     frames) first, then each policy's (``--starts-policy``); the columns of ``gradient_table``."""
-    from baselines import gradient_variance as gv
+    from baselines import gradient_variance_csv as gv_csv
+    from baselines import gradient_variance_starts as gv_starts
 
     rows = [
         r
-        for r in gv.read_rows(RESULTS / sweep)
+        for r in gv_csv.read_rows(RESULTS / sweep)
         if r["contact_model"] == model and float(r["level"]) == float(level) and not r.get("contact_options")
     ]
     rows = [r for r in rows if r.get("physics_dt") == rows[0].get("physics_dt")] if rows else rows
     sources: List[str] = []
     for r in rows:
-        tag = gv.starts_tag(r.get("starts_source"))
+        tag = gv_starts.starts_tag(r.get("starts_source"))
         if tag not in sources:
             sources.append(tag)
     sources.sort(key=bool)  # the scripted starts first
     lines = _gradient_head("starts from", [])
     for tag in sources:
-        block = [r for r in rows if gv.starts_tag(r.get("starts_source")) == tag]
+        block = [r for r in rows if gv_starts.starts_tag(r.get("starts_source")) == tag]
         reference = (block[0].get("starts_source") or "").startswith("reference frames")
         label = f"`{tag}`" if tag else ("reference frames" if reference else "scripted controller")
         lines.append("| " + " | ".join([label] + _gradient_cells(block, [])) + " |")

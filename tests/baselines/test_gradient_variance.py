@@ -1,192 +1,11 @@
-"""baselines/gradient_variance.py: statistics, resumable CSV, a quick real sweep."""
-
-import csv
-import dataclasses
-import math
+"""baselines/gradient_variance.py: the command line, quick real sweeps."""
 
 import numpy as np
 import pytest
 
 from baselines import gradient_variance as gv
-
-
-def test_variance_and_cosine_of_huge_float32_gradients_are_finite():
-    """An under-determined zeroth-order rollout gradient reaches ~1e20 in float32: its
-    square overflows float32, not float64."""
-    g = np.array([[1e20, -3e20], [-1e20, 3e20]], np.float32)
-    assert np.isclose(gv.variance_across_seeds(g), 1e40 + 9e40, rtol=1e-6)
-    assert gv.cosine(g[0], g[0]) == 1.0 and gv.cosine(g[0], g[1]) == -1.0
-    lo, hi = gv.bootstrap_variance(g, 50)
-    assert np.isfinite(lo) and np.isfinite(hi)
-
-
-def test_bootstrap_interval_of_the_variance_covers_the_truth_and_shrinks_with_more_starts():
-    """Rows of N(0, s^2) in d dimensions have total variance s^2 d; the 95 % interval
-    covers it and is about 4x narrower with 16x the rows."""
-    s, d = 2.0, 5
-    rng = np.random.default_rng(0)
-    widths = []
-    for n in (100, 1600):
-        g = s * rng.standard_normal((n, d))
-        lo, hi = gv.bootstrap_variance(g, resamples=1000, seed=0)
-        assert lo < s**2 * d < hi, (n, lo, hi)
-        assert lo < gv.variance_across_seeds(g) < hi
-        widths.append(hi - lo)
-    assert 2.5 < widths[0] / widths[1] < 6.5, widths
-
-
-def test_bootstrap_interval_of_a_variance_ratio_covers_the_truth():
-    rng = np.random.default_rng(1)
-    g, h = 3.0 * rng.standard_normal((800, 4)), rng.standard_normal((800, 4))
-    lo, hi = gv.bootstrap_ratio(g, h, resamples=1000, seed=0)
-    assert lo < 9.0 < hi and hi - lo < 3.0, (lo, hi)
-    assert gv.bootstrap_ratio(g, g, resamples=100) == (1.0, 1.0)
-
-
-def test_statistics_count_non_finite_gradients_and_leave_them_out():
-    rng = np.random.default_rng(2)
-    g = rng.standard_normal((10, 6))
-    ref = g.copy()
-    g_bad = g.copy()
-    g_bad[3, 1], g_bad[7, 0] = np.nan, np.inf
-    stats = gv.horizon_stats(g_bad, ref, g, resamples=100, seed=0)
-    ok = np.ones(10, bool)
-    ok[[3, 7]] = False
-    assert stats["nonfinite"] == 2 and stats["grad_dim"] == 6
-    assert np.isclose(stats["variance"], gv.variance_across_seeds(g[ok]))
-    assert np.isclose(stats["variance_ratio"], 1.0)
-    assert np.isclose(stats["cosine_to_reference"], 1.0) and np.isclose(stats["rel_error_to_reference"], 0.0)
-    assert np.isclose(stats["mean_grad_norm"], np.mean(np.linalg.norm(g[ok], axis=1)))
-    none = gv.horizon_stats(np.full((4, 3), np.nan), np.ones((4, 3)), None, resamples=10, seed=0)
-    assert none["nonfinite"] == 4 and math.isnan(none["variance"]) and math.isnan(none["variance_ratio"])
-
-
-def test_levels_and_physics_timestep_from_the_command_line():
-    both = gv.select_models("both", None, None, quick=False)
-    assert [m.name for m in both] == ["mujoco", "penalty"]
-    assert both[0].levels == (0.05, 0.02, 0.008, 0.004, 0.002) and both[0].physics_dt == 0.001
-    assert both[1].levels == (50.0, 100.0, 200.0, 300.0, 500.0) and both[1].physics_dt is None
-    assert both[1].env_kwargs(300.0) == {"contact_model": "penalty", "kappa": 300.0}
-    assert both[0].env_kwargs(0.004) == {"physics_dt": 0.001, "contact_stiffness": 0.004}
-    picked = gv.select_models("both", ["penalty=100", "penalty=200"], 0.0, quick=False)
-    assert picked[0].levels == both[0].levels and picked[0].physics_dt is None
-    assert picked[1].levels == (100.0, 200.0)
-    assert gv.select_models("mujoco", ["0.01"], None, quick=False)[0].levels == (0.01,)
-    with pytest.raises(ValueError):
-        gv.select_models("mujoco", ["penalty=100"], None, quick=False)
-
-
-class StubRunner:
-    """Synthetic gradients in place of physics: exact's spread grows with the horizon,
-    bcg's is half of it, ``bundle`` explodes."""
-
-    calls = []
-
-    def __init__(self, env_id, model, starts, horizons):
-        self.starts, self.horizons = starts, horizons
-        StubRunner.calls.append(("runner", model.name))
-
-    def _grads(self, scale, seed):
-        n, t, nu = self.starts.actions.shape
-        rng = np.random.default_rng(seed)
-        steps = np.arange(t)[None, :, None]
-        return scale * (1.0 + steps) * rng.standard_normal((n, len(self.horizons), t, nu))
-
-    def reference(self, level, samples, sigma):
-        StubRunner.calls.append(("reference", level))
-        return np.zeros_like(self._grads(1.0, 0)) + 1.0
-
-    def block(self, estimator, level):
-        StubRunner.calls.append((estimator, level))
-        scale = {"exact": 1.0, "bcg": 0.5, "bundle": 1e9}[estimator]
-        n, t, _ = self.starts.actions.shape
-        bundled = np.zeros((n, t), bool) if estimator == "exact" else np.ones((n, t), bool)
-        return gv.Block(self._grads(scale, 1), bundled, 1e-3, 2.0, 10, 10, 2)
-
-
-def _stub_starts(n=8, t=4):
-    return gv.Starts(
-        np.zeros((n, 5)), np.zeros((n, 5)), {"goal": np.zeros((n, 2))}, np.zeros((n, t, 2), np.float32), "stub"
-    )
-
-
-def test_sweep_appends_blocks_and_skips_them_when_restarted(tmp_path):
-    model = gv.ContactModel("mujoco", (0.02, 0.008), "tau", True, 0.001)
-    starts, horizons = _stub_starts(), (1, 4)
-    StubRunner.calls = []
-    rows = gv.sweep(
-        "BoxPush-v0",
-        [model],
-        ["bcg", "exact"],
-        starts,
-        horizons,
-        tmp_path,
-        reference_samples=3,
-        resamples=50,
-        runner=StubRunner,
-    )
-    assert len(rows) == 2 * 2 * 2
-    assert StubRunner.calls == [
-        ("runner", "mujoco"),
-        ("exact", 0.02),
-        ("reference", 0.02),
-        ("bcg", 0.02),
-        ("exact", 0.008),
-        ("reference", 0.008),
-        ("bcg", 0.008),
-    ]
-    with (tmp_path / gv.CSV_NAME).open() as f:
-        reader = csv.DictReader(f)
-        assert tuple(reader.fieldnames) == gv.COLUMNS
-        first = list(reader)
-    by = {(r["level"], r["estimator"], r["horizon"]): r for r in first}
-    assert float(by["0.02", "exact", "4"]["variance_ratio"]) == 1.0
-    assert np.isclose(float(by["0.02", "bcg", "4"]["variance_ratio"]), 0.25)
-    assert float(by["0.02", "bcg", "1"]["bundled_fraction"]) == 1.0
-    assert float(by["0.02", "exact", "4"]["sims_per_step"]) == 3
-
-    # Restarted: nothing is measured again; a new estimator reuses the stored exact
-    # gradients for its ratio and the stored reference.
-    StubRunner.calls = []
-    assert (
-        gv.sweep(
-            "BoxPush-v0",
-            [model],
-            ["exact", "bcg"],
-            starts,
-            horizons,
-            tmp_path,
-            reference_samples=3,
-            resamples=50,
-            runner=StubRunner,
-        )
-        == []
-    )
-    assert StubRunner.calls == []
-    more = gv.sweep(
-        "BoxPush-v0",
-        [model],
-        ["exact", "bcg", "bundle"],
-        starts,
-        horizons,
-        tmp_path,
-        reference_samples=3,
-        resamples=50,
-        runner=StubRunner,
-    )
-    assert StubRunner.calls == [("runner", "mujoco"), ("bundle", 0.02), ("bundle", 0.008)]
-    assert all(r["variance_ratio"] > 1e16 for r in more)
-    assert len(gv.read_rows(tmp_path)) == len(first) + len(more)
-
-    gv.write_figures(tmp_path)  # the exploded bundle rows are clipped and marked
-    for name in ("gradient_variance_ratio.png", "gradient_variance_raw.png"):
-        assert (tmp_path / name).stat().st_size > 1000
-
-
-def test_a_csv_of_another_format_is_refused_not_overwritten(tmp_path):
-    (tmp_path / gv.CSV_NAME).write_text("env,stiffness,estimator\nBoxPush-v0,stiff,exact\n")
-    with pytest.raises(ValueError, match="columns"):
-        gv.read_rows(tmp_path)
+from baselines.gradient_variance_csv import read_rows
+from tests.baselines.gradient_variance_stubs import shipped_policy, stub_starts
 
 
 @pytest.mark.integration
@@ -198,7 +17,7 @@ def test_quick_sweep_on_box_push(tmp_path, contact_model):
     MuJoCo model's gradients are checked by the gradient tests); both in the integration tier."""
     models = ("mujoco", "penalty") if contact_model == "both" else (contact_model,)
     gv.main(["--quick", "--env", "BoxPush-v0", "--contact-model", contact_model, "--out", str(tmp_path)])
-    rows = gv.read_rows(tmp_path)
+    rows = read_rows(tmp_path)
     assert {(r["contact_model"], r["estimator"], int(r["horizon"])) for r in rows} == {
         (m, e, h) for m in models for e in ("exact", "bcg") for h in (1, 4)
     }
@@ -227,152 +46,13 @@ def test_quick_sweep_on_box_push(tmp_path, contact_model):
     assert gv.main(["--quick", "--env", "BoxPush-v0", "--contact-model", contact_model, "--out", str(tmp_path)]) == []
 
 
-@pytest.mark.integration
-@pytest.mark.parametrize(
-    "contact_model, levels",
-    [
-        ("penalty", (50.0, 500.0)),
-        pytest.param("mujoco", (0.05, 0.004), marks=pytest.mark.long),
-        pytest.param("moreau", (50.0, 1000.0), marks=pytest.mark.long),
-    ],
-)
-def test_one_program_for_every_level_matches_an_env_built_at_that_level(contact_model, levels):
-    """The sweep's program takes the stiffness as an argument: built at the softer level
-    and run at the stiffer one, its rollout gradients equal those of an env built at the
-    stiffer level (4 steps from 2 scripted BoxPush starts just before the strike), and
-    differ from the softer level's (the level is not ignored)."""
-    import jax
-    import jax.numpy as jnp
-
-    import bcg_envs
-
-    model = dataclasses.replace(gv.CONTACT_MODELS[contact_model], levels=levels)
-    starts = gv.scripted_starts("BoxPush-v0", 2, 4, threshold=1.0, lead=2)
-    runner = gv.ModelRunner("BoxPush-v0", model, starts, (4,))
-    soft, stiff = (runner.block("exact", level).grads[:, 0] for level in levels)
-
-    built = bcg_envs.make_jax("BoxPush-v0", estimator="exact", **model.env_kwargs(levels[1]))
-
-    def rollout_return(qpos, qvel, info, actions):
-        def body(s, a):
-            s = built.step(s, a)
-            return s, s.reward
-
-        state = built.state_from(qpos, qvel, None, info, jax.random.PRNGKey(0))
-        return jax.lax.scan(body, state, actions)[1].sum()
-
-    grad = jax.jit(jax.vmap(jax.grad(rollout_return, argnums=3)))
-    info = {k: jnp.asarray(v) for k, v in starts.task_info.items()}
-    expected = np.asarray(
-        grad(
-            jnp.asarray(starts.qpos, jnp.float32),
-            jnp.asarray(starts.qvel, jnp.float32),
-            info,
-            jnp.asarray(starts.actions, jnp.float32),
-        )
-    )
-    scale = np.abs(expected).max()
-    np.testing.assert_allclose(stiff, expected, rtol=1e-4, atol=1e-5 * scale)
-    assert np.abs(stiff - soft).max() > 1e-3 * scale
-
-
-def test_tick_labels_leave_out_crowded_levels():
-    """kappa 200 and 300 sit 1.5x apart on the log axis: 300's label is left blank."""
-    ticks = [50.0, 100.0, 200.0, 300.0, 500.0, 3000.0]
-    assert gv.tick_labels(ticks) == ["50", "100", "200", "", "500", "3000"]
-
-
-def test_raw_plot_never_clips_exact():
-    """The raw plot's ceiling follows exact's largest finite upper bound (PlanarHand's exact
-    reaches 1e23), so only estimators far above exact, or non-finite, become triangles."""
-    rows = [
-        {"estimator": "exact", "variance_hi": "3e23"},
-        {"estimator": "exact", "variance_hi": "nan"},
-        {"estimator": "zeroth", "variance_hi": "1e70"},
-    ]
-    assert gv.raw_ceiling(rows) == pytest.approx(3e26)
-    assert gv.raw_ceiling([{"estimator": "zeroth", "variance_hi": "1e70"}]) == 1e12
-
-
-def test_bootstrap_interval_of_one_far_start_keeps_the_others_spread():
-    """One start 1e16 away from 15 others with total variance ~40: over a third of the
-    resamples leave it out, so the interval's lower end is the others' spread (~30-40).
-    E[g^2] - E[g]^2 loses that spread to cancellation (it went negative on the G1 landing)."""
-    for seed in range(3):
-        g = np.random.default_rng(seed).normal(size=(16, 40))
-        g[3] += 1e16
-        lo, hi = gv.bootstrap_variance(g, resamples=400, seed=seed)
-        assert 15 < lo < 60
-        assert 1e32 < hi <= 40 * 1e32 / 4  # at most d * (1e16)^2 * p (1 - p), p = 1/2
-
-
-# ----- the Moreau model, contact options and variants ------------------------------------
-def test_moreau_levels_options_and_physics_timestep_from_the_command_line():
-    (moreau,) = gv.select_models("moreau", None, None, quick=False)
-    assert moreau.levels == (50.0, 100.0, 300.0, 1000.0, 3000.0) and moreau.physics_dt is None
-    assert moreau.variant == "" and moreau.env_kwargs(300.0) == {"contact_model": "moreau", "kappa": 300.0}
-    assert gv.select_models(["moreau"], None, None, quick=True)[0].levels == (300.0,)
-    # ``both`` keeps its meaning; several models by name; options reach the kappa models only
-    assert [m.name for m in gv.select_models(["both"], None, None, quick=False)] == ["mujoco", "penalty"]
-    mujoco, variant = gv.select_models(
-        ["mujoco", "moreau", "mujoco"], ["moreau=300", "moreau=1000"], 0.002, False, {"midpoint": False}
-    )
-    assert (mujoco.name, mujoco.options, mujoco.physics_dt) == ("mujoco", (), 0.002)
-    assert variant.levels == (300.0, 1000.0) and variant.physics_dt == 0.002
-    assert variant.variant == "midpoint=False"
-    assert variant.env_kwargs(1000.0) == {
-        "physics_dt": 0.002,
-        "contact_options": {"midpoint": False},
-        "contact_model": "moreau",
-        "kappa": 1000.0,
-    }
-    # --physics-dt leaves the penalty model at the task's timestep, as before
-    (penalty,) = gv.select_models("penalty", None, 0.002, False, {"baumgarte": 0.1})
-    assert penalty.physics_dt is None and penalty.variant == "baumgarte=0.1"
-    (task_dt,) = gv.select_models("moreau", None, 0.0, False, {"prox_iterations": 4})
-    assert task_dt.physics_dt is None and task_dt.variant == "prox_iterations=4"
-    with pytest.raises(ValueError, match="prox_iterations.*penalty"):  # every selected kappa model takes them
-        gv.select_models(["penalty", "moreau"], None, None, False, {"prox_iterations": 4})
-    for models, options, match in [
-        ("mujoco", {"midpoint": False}, "neither is selected"),
-        ("moreau", {"baumgarte": 0.2}, "baumgarte"),
-        ("penalty", {"midpoint": False}, "midpoint"),
-        ("moreau", {"friction": "smooth"}, "friction"),
-        ("moreau", {"prox_iterations": -1}, "prox_iterations"),
-        ("stiff", None, "contact-model"),
-    ]:
-        with pytest.raises(ValueError, match=match):
-            gv.select_models(models, None, None, False, options)
-
-
-def test_contact_options_are_parsed_to_bools_numbers_and_words():
-    parsed = gv.parse_contact_options(
-        ["midpoint=False", "step_cap=true", "prox_iterations=50", "contact_margin=1e-3", "friction=regularized"]
-    )
-    assert parsed == {
-        "midpoint": False,
-        "step_cap": True,
-        "prox_iterations": 50,
-        "contact_margin": 0.001,
-        "friction": "regularized",
-    }
-    assert type(parsed["prox_iterations"]) is int and type(parsed["contact_margin"]) is float
-    assert gv.parse_contact_options(None) == {}
-    assert gv.options_key(parsed) == (
-        "contact_margin=0.001;friction=regularized;midpoint=False;prox_iterations=50;step_cap=True"
-    )
-    for bad in (["midpoint"], ["=3"], ["a b=1"], ["x=a/b"], ["midpoint=False", "midpoint=True"]):
-        with pytest.raises(ValueError, match="contact-options"):
-            gv.parse_contact_options(bad)
-
-
 def test_the_command_line_reaches_the_sweep_and_the_env(tmp_path, monkeypatch):
     """``main`` with the Moreau model and options: the models handed to the sweep, and the
     env they build (``make_jax`` with the model's keyword arguments) has them."""
     import bcg_envs
 
     seen = {}
-    monkeypatch.setattr(gv, "find_starts", lambda *a, **k: _stub_starts())
+    monkeypatch.setattr(gv, "find_starts", lambda *a, **k: stub_starts())
     monkeypatch.setattr(gv, "sweep", lambda env, models, *a, **k: seen.setdefault("models", models) and [])
     argv = ["--contact-model", "moreau", "--levels", "300", "--out", str(tmp_path), "--horizons", "1", "4"]
     assert gv.main([*argv, "--contact-options", "midpoint=False", "friction=regularized"]) == []
@@ -385,76 +65,6 @@ def test_the_command_line_reaches_the_sweep_and_the_env(tmp_path, monkeypatch):
     assert [(m.name, m.options) for m in seen["models"]] == [("mujoco", ()), ("penalty", ())]
     with pytest.raises(SystemExit):
         gv.main(["--contact-model", "moreau", "--contact-options", "midpoint", "--out", str(tmp_path)])
-
-
-def _moreau(options=(), physics_dt=None, levels=(300.0,)):
-    return dataclasses.replace(
-        gv.CONTACT_MODELS["moreau"], levels=levels, options=tuple(sorted(options)), physics_dt=physics_dt
-    )
-
-
-def _run(models, tmp_path, estimators=("exact", "bcg")):
-    StubRunner.calls = []
-    return gv.sweep(
-        "BoxPush-v0",
-        models,
-        list(estimators),
-        _stub_starts(),
-        (1, 4),
-        tmp_path,
-        reference_samples=2,
-        resamples=20,
-        runner=StubRunner,
-    )
-
-
-def test_variants_share_the_csv_and_are_skipped_per_variant_when_restarted(tmp_path):
-    """The default Moreau model, ``midpoint=False`` and another physics timestep: each is
-    its own block (the CSV's ``contact_options`` and ``physics_dt`` columns), with its own
-    data files; a restart skips exactly the variants done."""
-    default, no_mid, dt = _moreau(), _moreau([("midpoint", False)]), _moreau(physics_dt=0.002)
-    assert len(_run([default], tmp_path)) == 4
-    new = _run([no_mid, default], tmp_path)  # the default is done; the variant is not
-    assert StubRunner.calls == [("runner", "moreau"), ("exact", 300.0), ("reference", 300.0), ("bcg", 300.0)]
-    assert {r["contact_options"] for r in new} == {"midpoint=False"}
-    assert len(_run([dt], tmp_path)) == 4
-    rows = gv.read_rows(tmp_path)
-    assert len(rows) == 12
-    assert {(r["contact_options"], r["physics_dt"]) for r in rows} == {("", ""), ("midpoint=False", ""), ("", "0.002")}
-    names = sorted(p.name for p in (tmp_path / "gradient_variance_data").iterdir())
-    assert names == sorted(
-        f"{stem}_300.0_{what}_n8.npz"
-        for stem in ("moreau", "moreau_midpoint=False", "moreau_dt0.002")
-        for what in ("exact", "bcg", "reference2")
-    )
-    assert _run([default, no_mid, dt], tmp_path) == [] and StubRunner.calls == []
-    gv.write_figures(tmp_path)  # one row of panels per variant
-    assert (tmp_path / "gradient_variance_raw.png").stat().st_size > 1000
-
-
-def test_a_csv_without_the_options_column_reads_as_the_defaults_and_gains_it(tmp_path):
-    """A CSV written before ``contact_options`` existed: its rows read with the column
-    empty, count as the default variant's (skipped on restart), and the next append
-    rewrites the file with the column, keeping them."""
-    penalty = dataclasses.replace(gv.CONTACT_MODELS["penalty"], levels=(300.0,))
-    _run([penalty], tmp_path)
-    path = tmp_path / gv.CSV_NAME
-    with path.open(newline="") as f:
-        rows = list(csv.DictReader(f))
-    with path.open("w", newline="") as f:  # the old format
-        writer = csv.DictWriter(f, gv.LEGACY_COLUMNS, extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows(rows)
-    legacy = gv.read_rows(tmp_path)
-    assert len(legacy) == 4 and all(r["contact_options"] == "" for r in legacy)
-    assert _run([penalty], tmp_path) == [] and StubRunner.calls == []
-    variant = dataclasses.replace(penalty, options=(("baumgarte", 0.1),))
-    assert len(_run([variant], tmp_path)) == 4
-    with path.open(newline="") as f:
-        assert tuple(next(csv.reader(f))) == gv.COLUMNS
-    after = gv.read_rows(tmp_path)
-    assert [r["contact_options"] for r in after] == [""] * 4 + ["baumgarte=0.1"] * 4
-    assert [r["variance"] for r in after[:4]] == [r["variance"] for r in legacy]
 
 
 @pytest.mark.integration
@@ -472,110 +82,21 @@ def test_moreau_sweep_on_box_push_with_options(tmp_path):
     assert gv.main(argv) == []
 
 
-# ----- starts from a trained policy's episodes -------------------------------------------
-def _shipped_policy(env_id="BoxPush-v0"):
-    from bcg_envs.envs.resources import trained_policy_path
-
-    return trained_policy_path(env_id)
-
-
 def test_starts_policy_from_the_command_line(tmp_path, monkeypatch):
     """``--starts-policy PATH`` reaches ``find_starts`` as ``policy``; without it the
     scripted starts as before; a missing file or an env without a contact event is refused."""
     seen = {}
-    monkeypatch.setattr(gv, "find_starts", lambda *a, **k: seen.update(policy=k.get("policy")) or _stub_starts())
+    monkeypatch.setattr(gv, "find_starts", lambda *a, **k: seen.update(policy=k.get("policy")) or stub_starts())
     monkeypatch.setattr(gv, "sweep", lambda *a, **k: [])
     argv = ["--contact-model", "moreau", "--levels", "300", "--horizons", "1", "--out", str(tmp_path)]
-    path = str(_shipped_policy())
+    path = str(shipped_policy())
     assert gv.main([*argv, "--starts-policy", path]) == [] and seen["policy"] == path
     seen.clear()
     assert gv.main(argv) == [] and seen["policy"] is None
-    g1 = str(_shipped_policy("G1Jump-v0"))
+    g1 = str(shipped_policy("G1Jump-v0"))
     assert gv.main([*argv, "--env", "G1Jump-v0", "--starts-policy", g1]) == [] and seen["policy"] == g1
     with pytest.raises(SystemExit):
         gv.main([*argv, "--starts-policy", str(tmp_path / "missing.npz")])
-
-
-def test_policy_starts_differ_from_scripted_ones_and_are_cached_apart(tmp_path):
-    """Two starts from the shipped BoxPush policy's episodes and two from the scripted
-    controller's (seeds 0, 1, ..., 2 steps before the first contact > 1 N): other states and
-    actions, other cache files (``_policy-<stem>``), a source naming the policy file; the
-    cache returns the same starts; another env's policy is refused."""
-    policy = _shipped_policy()
-    scripted = gv.find_starts("BoxPush-v0", 2, 1, tmp_path)
-    learned = gv.find_starts("BoxPush-v0", 2, 1, tmp_path, policy=policy)
-    names = sorted(p.name for p in tmp_path.glob("gradient_variance_starts_*.npz"))
-    assert names == [
-        "gradient_variance_starts_n2_T1_lead2_force1.npz",
-        "gradient_variance_starts_n2_T1_lead2_force1_policy-BoxPush-v0.npz",
-    ]
-    assert scripted.source.startswith("scripted episodes") and gv.starts_tag(scripted.source) == ""
-    assert "BoxPush-v0.npz" in learned.source and gv.starts_tag(learned.source) == "policy-BoxPush-v0"
-    assert learned.qpos.shape == scripted.qpos.shape and learned.actions.shape == (2, 1, 2)
-    assert not np.allclose(learned.qpos, scripted.qpos) and not np.allclose(learned.actions, scripted.actions)
-    np.testing.assert_array_equal(learned.task_info["goal"], scripted.task_info["goal"])  # same seeds, same goals
-    again = gv.find_starts("BoxPush-v0", 2, 1, tmp_path, policy=policy)
-    np.testing.assert_array_equal(again.qpos, learned.qpos)
-    np.testing.assert_array_equal(again.actions, learned.actions)
-    assert again.source == learned.source
-    with pytest.raises(ValueError, match="G1Jump-v0"):
-        gv.policy_starts("BoxPush-v0", _shipped_policy("G1Jump-v0"), 1, 1, 1.0, 2)
-    with pytest.raises(ValueError, match="not of G1Jump-v0"):
-        gv.find_starts("G1Jump-v0", 1, 1, tmp_path, policy=policy)
-
-
-def test_g1_policy_starts_sit_before_the_landing_of_the_reference(tmp_path):
-    """G1Jump: starts 2 steps before the first touchdown after a flight in the shipped
-    policy's episodes. A tracking policy lands near the clip's own touchdown, so each
-    start's ``ref_start`` (the episode's first frame plus the start's step) lies within 10
-    frames (0.2 s) of the clip's touchdown minus the lead, as the clip's contact labels give it;
-    without the shift by the start's step it would be the episode's random first frame."""
-    import bcg_envs
-
-    starts = gv.find_starts("G1Jump-v0", 3, 4, tmp_path, policy=_shipped_policy("G1Jump-v0"))
-    assert "touchdown after a flight" in starts.source and starts.actions.shape[:2] == (3, 4)
-    ref = bcg_envs.make_jax("G1Jump-v0").reference
-    airborne = ~np.any(ref.foot_contact > 0.5, axis=1)
-    touchdown = int(np.flatnonzero(airborne[:-1] & ~airborne[1:])[0]) + 1
-    frames = starts.task_info["ref_start"]
-    assert np.all(np.abs(frames + 2 - touchdown) <= 10), (frames, touchdown)
-
-
-def test_policy_rows_name_the_policy_and_are_skipped_apart_from_scripted_ones(tmp_path):
-    """Scripted and policy starts into one ``--out``: neither run skips the other's blocks,
-    the rows' ``starts_source`` says which starts (the policy file), the data files differ,
-    a restart of either skips only its own blocks, and old rows count as scripted."""
-    model = _moreau()
-    scripted = dataclasses.replace(_stub_starts(), source="scripted episodes (seeds 0..), 2 steps before ...")
-    policy_source = "policy BoxPush-v0.npz episodes (deterministic; seeds 0..), 2 steps before the first contact > 1 N"
-    learned = dataclasses.replace(_stub_starts(), source=policy_source)
-
-    def run(starts):
-        StubRunner.calls = []
-        kw = dict(reference_samples=2, resamples=20, runner=StubRunner)
-        return gv.sweep("BoxPush-v0", [model], ["exact", "bcg"], starts, (1, 4), tmp_path, **kw)
-
-    assert len(run(scripted)) == 4
-    new = run(learned)
-    assert len(new) == 4 and {r["starts_source"] for r in new} == {policy_source}
-    assert StubRunner.calls == [("runner", "moreau"), ("exact", 300.0), ("reference", 300.0), ("bcg", 300.0)]
-    assert run(scripted) == [] and run(learned) == [] and StubRunner.calls == []
-    rows = gv.read_rows(tmp_path)
-    assert [gv.starts_tag(r["starts_source"]) for r in rows] == [""] * 4 + ["policy-BoxPush-v0"] * 4
-    names = sorted(p.name for p in (tmp_path / "gradient_variance_data").iterdir())
-    assert names == sorted(
-        f"moreau_300.0_{what}_n8{suffix}.npz"
-        for suffix in ("", "_policy-BoxPush-v0")
-        for what in ("exact", "bcg", "reference2")
-    )
-    both = {("moreau", "", "", "300.0", e) for e in ("exact", "bcg")}
-    assert gv.done_blocks(rows[:4], 8, (1, 4)) == gv.done_blocks(rows[4:], 8, (1, 4), "policy-BoxPush-v0") == both
-    assert gv.done_blocks(rows[4:], 8, (1, 4)) == gv.done_blocks(rows[:4], 8, (1, 4), "policy-BoxPush-v0") == set()
-    assert gv.done_blocks(rows, 8, (1, 4), "policy-other") == set()
-    assert gv.starts_tag("") == "" and gv.starts_tag("reference frames 2..5 before touchdown") == ""
-    assert gv._panel_title(gv._panel_of(rows[-1])) == "moreau policy-BoxPush-v0"
-    gv.write_figures(tmp_path)  # one row of panels per start source
-    assert (tmp_path / "gradient_variance_raw.png").stat().st_size > 1000
 
 
 @pytest.mark.integration
@@ -583,7 +104,7 @@ def test_quick_sweep_on_box_push_from_policy_starts(tmp_path):
     """``--quick`` (penalty model) from the shipped BoxPush policy's starts, after the
     scripted sweep into the same folder: both measured, rows tell them apart, restarts skip."""
     argv = ["--quick", "--contact-model", "penalty", "--out", str(tmp_path)]
-    policy = ["--starts-policy", str(_shipped_policy())]
+    policy = ["--starts-policy", str(shipped_policy())]
     assert len(gv.main(argv)) == 4
     rows = gv.main([*argv, *policy])
     assert len(rows) == 4 and all("BoxPush-v0.npz" in r["starts_source"] for r in rows)

@@ -215,9 +215,9 @@ def test_run_table_lists_complete_runs_with_their_counters(tmp_path, monkeypatch
 def _sweep_row(model, options, level, variance, **fields):
     """One ``gradient_variance.csv`` row of 8 starts: exact at H=64 unless ``fields`` say
     otherwise, its variance interval collapsed to ``variance``."""
-    from baselines import gradient_variance as gv
+    from baselines.gradient_variance_csv import COLUMNS
 
-    r = {c: "" for c in gv.COLUMNS}
+    r = {c: "" for c in COLUMNS}
     r.update(
         env="BoxPush-v0",
         contact_model=model,
@@ -237,7 +237,8 @@ def _sweep_row(model, options, level, variance, **fields):
 
 
 def test_starts_table_puts_the_scripted_starts_first_and_keeps_sources_apart(tmp_path, monkeypatch):
-    from baselines import gradient_variance as gv
+    from baselines.gradient_variance_csv import append_rows
+    from baselines.gradient_variance_starts import starts_tag
 
     def row(source, estimator, horizon, variance):
         return _sweep_row(
@@ -257,21 +258,21 @@ def test_starts_table_puts_the_scripted_starts_first_and_keeps_sources_apart(tmp
     policy = "policy p.npz episodes (deterministic; seeds 0..), 2 steps before the first contact > 1 N"
     scripted = "scripted episodes (seeds 0..), 2 steps before the first contact > 1 N"
     rows = [row(policy, "exact", h, 7.0) for h in (8, 32, 64)] + [row(scripted, "exact", h, 3.0) for h in (8, 32, 64)]
-    gv.append_rows(rows, tmp_path / "sweep")
+    append_rows(rows, tmp_path / "sweep")
     monkeypatch.setattr(report, "RESULTS", tmp_path)
     lines = report.starts_table("sweep", "moreau", "300").splitlines()
     assert lines[2].startswith("| scripted controller | 8 | 3 | 3 | 3 |")
-    assert lines[3].startswith(f"| `{gv.starts_tag(policy)}` | 8 | 7 | 7 | 7 |")
+    assert lines[3].startswith(f"| `{starts_tag(policy)}` | 8 | 7 | 7 | 7 |")
     assert len(lines) == 4
 
 
 def test_gradient_table_shows_one_contact_options_variant_across_levels(tmp_path, monkeypatch):
-    from baselines import gradient_variance as gv
+    from baselines.gradient_variance_csv import append_rows
 
     def row(options, level, variance):
         return _sweep_row("penalty", options, level, variance)
 
-    gv.append_rows(
+    append_rows(
         [row("", 300.0, 9e9), row("baumgarte=0", 300.0, 2.0), row("baumgarte=0", 30000.0, 5.0)], tmp_path / "sweep"
     )
     monkeypatch.setattr(report, "RESULTS", tmp_path)
