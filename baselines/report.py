@@ -58,6 +58,7 @@ import numpy as np
 
 from baselines import cpu_clock, protocol, run_csv, summary
 from baselines.comparisons import COMMANDS, COMPARISONS, RESULTS, ROOT, TUNING
+from baselines.page_format import number, pct, with_interval
 from baselines.references import REFERENCES, measure_references, read_references, references_for, references_table
 from bcg_envs.stats import format_success, wilson_interval
 
@@ -98,14 +99,10 @@ def _finals(seeds: List[List[run_csv.Row]], key: str) -> List[float]:
     return [float(r[-1][key]) for r in seeds]
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f}"
-
-
 def seed_text(values: Sequence[float], percent: bool) -> str:
     """``"mean [low, high]"`` of ``seed_interval`` (``%`` scaled when ``percent``)."""
     mean, low, high = seed_interval(values)
-    f = _pct if percent else (lambda v: f"{v:.1f}")
+    f = pct if percent else (lambda v: f"{v:.1f}")
     unit = " %" if percent else ""
     if math.isnan(low):
         return f"{f(mean)}{unit} (one seed)"
@@ -225,7 +222,7 @@ def gap_table(runs: Dict[str, List[List[run_csv.Row]]]) -> str:
                     continue
                 slow, fast = (_steps_to(runs[a], level * best, axis) for a in (ppo, shac))
                 cells.append(text(*ratio_interval(slow, fast)))
-            lines.append(f"| {ppo} | {shac} | {int(100 * level)} % of {_pct(best)} % | {cells[0]} | {cells[1]} |")
+            lines.append(f"| {ppo} | {shac} | {int(100 * level)} % of {pct(best)} % | {cells[0]} | {cells[1]} |")
     lines.append("")
     lines.append("∞: PPO's median seed does not reach the level within the budget; 0.0x: SHAC's does not.")
     return "\n".join(lines)
@@ -242,7 +239,7 @@ def seed_table(runs: Dict[str, List[List[run_csv.Row]]]) -> str:
     for algo, seeds in runs.items():
         success, ret = _finals(seeds, "eval_success"), _finals(seeds, "eval_return")
         lines.append(
-            f"| {algo} | {len(seeds)} | {', '.join(_pct(s) for s in success)} | {seed_text(success, True)} "
+            f"| {algo} | {len(seeds)} | {', '.join(pct(s) for s in success)} | {seed_text(success, True)} "
             f"| {pooled_success(seeds)} | {', '.join(f'{r:.1f}' for r in ret)} | {seed_text(ret, False)} |"
         )
     return "\n".join(lines)
@@ -290,7 +287,7 @@ def rliable_table(runs: Dict[str, List[List[run_csv.Row]]]) -> str:
     lines = ["| algorithm | seeds | success IQM [95% stratified bootstrap] |", "|---|---|---|"]
     for a in algos:
         m, lo, hi = iqm[a]
-        lines.append(f"| {a} | {len(runs[a])} | {_pct(m)} % [{_pct(lo)}, {_pct(hi)}] |")
+        lines.append(f"| {a} | {len(runs[a])} | {pct(m)} % [{pct(lo)}, {pct(hi)}] |")
     pairs = {
         f"P({a} > {b})": (scores[a], scores[b])
         for a in algos
@@ -317,34 +314,6 @@ def apart(a: Sequence[float], b: Sequence[float]) -> bool:
 
 
 # ----- other generated tables --------------------------------------------------------------
-def _num(text: str) -> float:
-    try:
-        return float(text)
-    except (TypeError, ValueError):
-        return math.nan
-
-
-def _g(x: float) -> str:
-    """Two significant digits: 0.54, 9.9, 12, 490, 4.5e3, 1.2e6, 1.7e-4."""
-    if not math.isfinite(x):
-        return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
-    if x == 0:
-        return "0"
-    if 10 <= abs(x) < 1000:
-        return f"{float(f'{x:.2g}'):.0f}"
-    if 0.01 <= abs(x) < 10:
-        return f"{x:.2g}"
-    mantissa, exponent = f"{x:.1e}".split("e")
-    return f"{mantissa}e{int(exponent)}"
-
-
-def _ci(row: dict, value: str, low: str, high: str) -> str:
-    v, lo, hi = _num(row[value]), _num(row[low]), _num(row[high])
-    if math.isfinite(lo) and math.isfinite(hi) and not _g(lo) == _g(v) == _g(hi):
-        return f"{_g(v)} [{_g(lo)}, {_g(hi)}]"
-    return _g(v)
-
-
 def _gradient_head(first: str, others: Sequence[str]) -> List[str]:
     head = [
         first,
@@ -370,19 +339,19 @@ def _gradient_cells(rows: Sequence[dict], others: Sequence[str]) -> List[str]:
 
     ex = {h: cell("exact", h) for h in (8, 32, 64)}
     bcg = {h: cell("bcg", h) for h in (8, 32, 64)}
-    fractions = [100 * _num(r["bundled_fraction"]) for r in bcg.values() if r]
+    fractions = [100 * number(r["bundled_fraction"]) for r in bcg.values() if r]
     bundled = "—"
     if fractions:
         low, high = min(fractions), max(fractions)
         bundled = f"{low:.0f}-{high:.0f} %" if round(low) != round(high) else f"{low:.0f} %"
     cells = [ex[64]["starts"] if ex[64] else "—"]
-    cells += [_ci(ex[h], "variance", "variance_lo", "variance_hi") if ex[h] else "—" for h in (8, 32, 64)]
-    cells.append(f"{_num(ex[64]['cosine_to_reference']):.2f}" if ex[64] else "—")
-    cells += [_ci(bcg[h], "variance_ratio", "ratio_lo", "ratio_hi") if bcg[h] else "—" for h in (32, 64)]
+    cells += [with_interval(ex[h], "variance", "variance_lo", "variance_hi") if ex[h] else "—" for h in (8, 32, 64)]
+    cells.append(f"{number(ex[64]['cosine_to_reference']):.2f}" if ex[64] else "—")
+    cells += [with_interval(bcg[h], "variance_ratio", "ratio_lo", "ratio_hi") if bcg[h] else "—" for h in (32, 64)]
     cells.append(bundled)
     for e in others:
         r = cell(e, 64)
-        cells.append(_ci(r, "variance_ratio", "ratio_lo", "ratio_hi") if r else "—")
+        cells.append(with_interval(r, "variance_ratio", "ratio_lo", "ratio_hi") if r else "—")
     return cells
 
 
@@ -444,7 +413,7 @@ def decomposition_table(sweep: str, model: str, level: str) -> str:
     lines[1] += "---|"
 
     def exact64(block: Sequence[dict]) -> Optional[float]:
-        hits = [_num(r["variance"]) for r in block if r["estimator"] == "exact" and int(r["horizon"]) == 64]
+        hits = [number(r["variance"]) for r in block if r["estimator"] == "exact" and int(r["horizon"]) == 64]
         return hits[0] if hits else None
 
     blocks = {
@@ -492,7 +461,7 @@ def contact_events_table(model: str) -> str:
 
     with (RESULTS / "contact_events.csv").open(newline="") as f:
         rows = [r for r in csv.DictReader(f) if r["contact_model"] == model]
-    return contact_events.table([{**r, **{k: _num(r[k]) for k in contact_events.MEASURED}} for r in rows])
+    return contact_events.table([{**r, **{k: number(r[k]) for k in contact_events.MEASURED}} for r in rows])
 
 
 def friction_tables() -> str:
@@ -501,7 +470,7 @@ def friction_tables() -> str:
     def read(name: str) -> List[dict]:
         with (RESULTS / name).open(newline="") as f:
             return [
-                {k: (v if k in ("env", "policy", "group", "steps") else _num(v)) for k, v in r.items()}
+                {k: (v if k in ("env", "policy", "group", "steps") else number(v)) for k, v in r.items()}
                 for r in csv.DictReader(f)
             ]
 
@@ -611,9 +580,9 @@ class Page:
         for algo, seed, last in sorted(found, key=lambda f: (f[0], f[1])):
             skipped, bundled = float(last["skipped_updates"]), float(last["bundled_fraction"])
             lines.append(
-                f"| {algo} | {seed} | {_pct(float(last['eval_success']))} | {float(last['eval_return']):.1f} "
+                f"| {algo} | {seed} | {pct(float(last['eval_success']))} | {float(last['eval_return']):.1f} "
                 f"| {f'{skipped:.0f}' if math.isfinite(skipped) else '—'} "
-                f"| {_pct(bundled) if math.isfinite(bundled) else '—'} |"
+                f"| {pct(bundled) if math.isfinite(bundled) else '—'} |"
             )
         return "\n".join(lines)
 
@@ -650,7 +619,7 @@ class Page:
         if name is None:
             raise KeyError(f"no reference {policy!r} for {env_id} in {REFERENCES.name}")
         ret, success = levels[name]
-        return f"{ret:.1f} ({_pct(success)} % success)"
+        return f"{ret:.1f} ({pct(success)} % success)"
 
     def render(self, prose: str) -> str:
         kinds: Dict[str, Callable[..., str]] = {
@@ -678,7 +647,7 @@ class Page:
             "seed_success": lambda key, algo: seed_text(_finals(self.seeds(key, algo), "eval_success"), True),
             "seed_return": lambda key, algo: seed_text(_finals(self.seeds(key, algo), "eval_return"), False),
             "per_seed_success": lambda key, algo: (
-                ", ".join(_pct(s) for s in _finals(self.seeds(key, algo), "eval_success")) + " %"
+                ", ".join(pct(s) for s in _finals(self.seeds(key, algo), "eval_success")) + " %"
             ),
             "per_seed_return": lambda key, algo: ", ".join(
                 f"{r:.1f}" for r in _finals(self.seeds(key, algo), "eval_return")
