@@ -1,16 +1,14 @@
 """The results page is what ``python -m baselines.report`` writes from the committed CSVs;
-the seed-level bootstrap interval is deterministic and covers the truth; the prose's claims
-are guarded; the curves keep one colour per algorithm and a legend on every panel."""
+the prose's claims are guarded; the curves keep one colour per algorithm and a legend on
+every panel; the table of runs lists the complete ones with their counters."""
 
 from __future__ import annotations
 
 import difflib
-import math
 
-import numpy as np
 import pytest
 
-from baselines import protocol, report, run_csv, summary
+from baselines import comparisons, protocol, report, run_csv, summary
 
 
 def test_results_page_is_fresh():
@@ -35,48 +33,6 @@ def test_check_mode_reports_a_stale_page(tmp_path, capsys, monkeypatch):
     assert "stale" in capsys.readouterr().out
 
 
-def test_seed_interval_is_deterministic_and_brackets_the_mean():
-    values = [0.34, 0.48, 0.27]
-    first = report.seed_interval(values)
-    assert report.seed_interval(values) == first
-    mean, low, high = first
-    assert mean == pytest.approx(np.mean(values))
-    assert min(values) <= low <= mean <= high <= max(values)
-
-
-def test_seed_interval_covers_the_true_mean():
-    """Synthetic seeds from a known distribution: the 95 % interval covers the true mean in
-    most of 200 experiments (a percentile bootstrap over 10 seeds undercovers a little) and
-    narrows with more seeds."""
-    rng = np.random.default_rng(1)
-    truth, spread = 0.4, 0.1
-    hits = 0
-    for _ in range(200):
-        _, low, high = report.seed_interval(rng.normal(truth, spread, size=10), resamples=2000)
-        hits += low <= truth <= high
-    assert 0.85 <= hits / 200 <= 0.99
-
-    def width(n: int) -> float:
-        _, low, high = report.seed_interval(rng.normal(truth, spread, size=n), resamples=2000)
-        return high - low
-
-    assert np.mean([width(40) for _ in range(20)]) < 0.5 * np.mean([width(5) for _ in range(20)])
-
-
-def test_seed_interval_needs_two_seeds_and_finite_values():
-    mean, low, high = report.seed_interval([0.5])
-    assert mean == 0.5 and math.isnan(low) and math.isnan(high)
-    with pytest.raises(ValueError):
-        report.seed_interval([])
-    with pytest.raises(ValueError):
-        report.seed_interval([0.5, float("nan")])
-
-
-def test_apart_is_disjoint_seed_intervals():
-    assert report.apart([0.30, 0.35, 0.40], [0.01, 0.02, 0.0])
-    assert not report.apart([0.30, 0.35, 0.40], [0.20, 0.38, 0.25])
-
-
 def test_a_false_claim_stops_the_page():
     """``ahead`` refuses a claim the seed-level intervals do not support; unknown
     placeholders are errors, not text."""
@@ -86,16 +42,6 @@ def test_a_false_claim_stops_the_page():
         page.render("{{ahead:BoxPush-v0/long:success:sb3_ppo:shac_exact}}")
     with pytest.raises(ValueError, match="unknown placeholder"):
         page.render("{{nonsense:BoxPush-v0/long}}")
-
-
-def test_every_command_names_its_directory_and_budget():
-    for key, c in report.COMPARISONS.items():
-        assert f"baselines/results/{key}" in c.command, key
-        assert f"--steps {c.steps}" in c.command, key
-        assert f"--evals {c.evals}" in c.command, key
-        if c.config:
-            assert c.config in c.command, key
-        assert c.path.is_dir(), key
 
 
 def test_curves_keep_one_colour_per_algorithm_and_a_legend_per_panel(tmp_path, monkeypatch):
@@ -139,47 +85,13 @@ def test_curves_keep_one_colour_per_algorithm_and_a_legend_per_panel(tmp_path, m
                     assert matplotlib.colors.same_color(line.get_color(), summary.ALGORITHM_COLORS[algo])
 
 
-def _runs_with_final_success(values_per_algo):
-    return {
-        algo: [[{"eval_success": v, "eval_return": 0.0, "eval_episodes": 64}] for v in values]
-        for algo, values in values_per_algo.items()
-    }
-
-
-def test_rliable_iqm_and_probability_of_improvement_match_hand_computation():
-    """The table's point estimates equal an interquartile mean from scipy and a
-    probability of improvement counted pair by pair (ties half); intervals bracket them."""
-    from scipy import stats
-
-    ppo = [0.0, 0.1, 0.1, 0.3, 0.9]
-    shac = [0.2, 0.1, 0.5, 0.6, 0.7, 0.4, 0.0, 0.8]
-    text = report.rliable_table(_runs_with_final_success({"sb3_ppo": ppo, "shac_exact": shac}))
-    rows = {line.split("|")[1].strip(): line.split("|")[2:-1] for line in text.splitlines() if line.startswith("| ")}
-    for algo, values in (("sb3_ppo", ppo), ("shac_exact", shac)):
-        estimate = rows[algo][1].strip()
-        point = float(estimate.split(" %")[0])
-        low, high = (float(v) for v in estimate.split("[")[1].rstrip("]").split(","))
-        assert point == pytest.approx(100 * stats.trim_mean(values, 0.25), abs=0.051)
-        assert low <= point <= high
-    wins = sum((s > p) + 0.5 * (s == p) for s in shac for p in ppo) / (len(shac) * len(ppo))
-    cell = rows["P(shac_exact > sb3_ppo)"][0].strip()
-    assert float(cell.split(" ")[0]) == pytest.approx(wins, abs=0.005)
-    low, high = (float(v) for v in cell.split("[")[1].rstrip("]").split(","))
-    assert low <= wins <= high and high - low > 0.1
-
-
-def test_rliable_table_is_deterministic():
-    runs = _runs_with_final_success({"brax_ppo": [0.1, 0.2, 0.0], "shac_bcg": [0.3, 0.5, 0.2]})
-    assert report.rliable_table(runs) == report.rliable_table(runs)
-
-
 def test_run_table_lists_complete_runs_with_their_counters(tmp_path, monkeypatch):
     """One row per run that reached its budget, by algorithm and seed; SHAC's skipped
     updates and bundled fraction at the budget; "—" for PPO's missing counters."""
     key = "BoxPush-v0/fake"
-    comparison = report.Comparison(key, "BoxPush-v0", 4096, 2, "true")
-    monkeypatch.setattr(report, "RESULTS", tmp_path)
-    monkeypatch.setitem(report.COMPARISONS, key, comparison)
+    comparison = comparisons.Comparison(key, "BoxPush-v0", 4096, 2, "true")
+    monkeypatch.setattr(comparisons, "RESULTS", tmp_path)
+    monkeypatch.setitem(comparisons.COMPARISONS, key, comparison)
     budget = comparison.budgets()["shac_exact"]
 
     def write(name, rows):
@@ -210,153 +122,3 @@ def test_run_table_lists_complete_runs_with_their_counters(tmp_path, monkeypatch
         "| sb3_ppo | 0 | 50.0 | 260.0 | — | — |",
         "| shac_exact | 10 | 25.0 | 250.0 | 3 | 4.0 |",
     ]
-
-
-def _sweep_row(model, options, level, variance, **fields):
-    """One ``gradient_variance.csv`` row of 8 starts: exact at H=64 unless ``fields`` say
-    otherwise, its variance interval collapsed to ``variance``."""
-    from baselines.gradient_variance_csv import COLUMNS
-
-    r = {c: "" for c in COLUMNS}
-    r.update(
-        env="BoxPush-v0",
-        contact_model=model,
-        contact_options=options,
-        level=str(float(level)),
-        estimator="exact",
-        horizon="64",
-        starts="8",
-        variance=str(variance),
-        variance_lo=str(variance),
-        variance_hi=str(variance),
-        cosine_to_reference="0.5",
-        bundled_fraction="0",
-    )
-    r.update(fields)
-    return r
-
-
-def test_starts_table_puts_the_scripted_starts_first_and_keeps_sources_apart(tmp_path, monkeypatch):
-    from baselines.gradient_variance_csv import append_rows
-    from baselines.gradient_variance_starts import starts_tag
-
-    def row(source, estimator, horizon, variance):
-        return _sweep_row(
-            "moreau",
-            "",
-            300.0,
-            variance,
-            estimator=estimator,
-            horizon=str(horizon),
-            starts_source=source,
-            variance_ratio="0.5",
-            ratio_lo="0.5",
-            ratio_hi="0.5",
-            bundled_fraction="0.1",
-        )
-
-    policy = "policy p.npz episodes (deterministic; seeds 0..), 2 steps before the first contact > 1 N"
-    scripted = "scripted episodes (seeds 0..), 2 steps before the first contact > 1 N"
-    rows = [row(policy, "exact", h, 7.0) for h in (8, 32, 64)] + [row(scripted, "exact", h, 3.0) for h in (8, 32, 64)]
-    append_rows(rows, tmp_path / "sweep")
-    monkeypatch.setattr(report, "RESULTS", tmp_path)
-    lines = report.starts_table("sweep", "moreau", "300").splitlines()
-    assert lines[2].startswith("| scripted controller | 8 | 3 | 3 | 3 |")
-    assert lines[3].startswith(f"| `{starts_tag(policy)}` | 8 | 7 | 7 | 7 |")
-    assert len(lines) == 4
-
-
-def test_gradient_table_shows_one_contact_options_variant_across_levels(tmp_path, monkeypatch):
-    from baselines.gradient_variance_csv import append_rows
-
-    def row(options, level, variance):
-        return _sweep_row("penalty", options, level, variance)
-
-    append_rows(
-        [row("", 300.0, 9e9), row("baumgarte=0", 300.0, 2.0), row("baumgarte=0", 30000.0, 5.0)], tmp_path / "sweep"
-    )
-    monkeypatch.setattr(report, "RESULTS", tmp_path)
-    built = report.gradient_table("sweep", "penalty").splitlines()[2:]
-    variant = report.gradient_table("sweep", "penalty", "baumgarte=0").splitlines()[2:]
-    assert built == ["| 300 | 8 | — | — | 9.0e9 | 0.50 | — | — | — |"]
-    assert variant == ["| 300 | 8 | — | — | 2 | 0.50 | — | — | — |", "| 30000 | 8 | — | — | 5 | 0.50 | — | — | — |"]
-
-
-def test_simulators_table_gives_each_learner_its_own_simulator_beside_the_protocol():
-    def run(success, own):
-        rows = [
-            dict(env_steps=0, eval_return=0.0, eval_success=0.0, train_sim_return=math.nan, train_sim_success=math.nan)
-        ]
-        rows.append(
-            dict(
-                env_steps=100,
-                eval_return=100 * success,
-                eval_success=success,
-                train_sim_return=100 * own,
-                train_sim_success=own,
-            )
-        )
-        return rows
-
-    runs = {
-        "sb3_ppo": [run(0.5, math.nan), run(0.25, math.nan)],
-        "shac_exact": [run(0.5, 0.75), run(0.5, 0.75)],
-        "brax_ppo": [run(0.5, math.nan)],
-    }
-    lines = report.simulators_table(runs, {}).splitlines()
-    assert lines[0].startswith(
-        "| algorithm | seeds | trains in | final success, MuJoCo C | final success, own simulator"
-    )
-    assert lines[2].startswith("| sb3_ppo | 2 | MuJoCo C | 37.5 % [25.0, 50.0] | same |")
-    assert (
-        lines[3]
-        == "| shac_exact | 2 | MJX | 50.0 % [50.0, 50.0] | 75.0 % [75.0, 75.0] | 50.0 [50.0, 50.0] | 75.0 [75.0, 75.0] |"
-    )
-    assert lines[4] == "| brax_ppo | 1 | MJX | 50.0 % (one seed) | — | 50.0 (one seed) | — |"
-
-
-def test_a_comparison_with_one_config_per_learner_budgets_the_learners_that_have_one():
-    """The finals: ``config`` names one file per learner (``{algo}``); a learner without a
-    file has no budget, and every budget is the command's, rounded to the learner's batch."""
-    finals = report.Comparison(
-        "BoxPush-v0/finals", "BoxPush-v0", 2_097_152, 32, "", "baselines/configs/finals/BoxPush-v0.{algo}.json"
-    )
-    budgets = finals.budgets()
-    have = {a for a in protocol.ALGORITHMS if (report.ROOT / finals.config.format(algo=a)).exists()}
-    assert set(budgets) == have and {"sb3_ppo", "brax_ppo"} <= have
-    assert all(abs(n - 2_097_152) <= 0.1 * 2_097_152 for n in budgets.values())
-    assert finals.env_kwargs() == {}
-
-
-def test_ratio_interval_of_medians_over_seeds():
-    same = report.ratio_interval(np.full(5, 100.0), np.full(5, 10.0))
-    assert same == (10.0, 10.0, 10.0)
-    point, low, high = report.ratio_interval(np.array([100.0, 200.0, 300.0]), np.array([10.0, 20.0, 30.0]))
-    assert point == 10.0 and 100 / 30 <= low <= point <= high <= 300 / 10
-    assert report.ratio_interval(np.array([100.0, 200.0, 300.0]), np.array([10.0, 20.0, 30.0])) == (point, low, high)
-    never = report.ratio_interval(np.array([100.0, math.inf, math.inf]), np.array([10.0, 10.0, 10.0]))
-    assert math.isinf(never[0]) and never[1] == 10.0 and math.isinf(never[2])
-    assert report.ratio_interval(np.array([100.0]), np.array([math.inf])) == (0.0, 0.0, 0.0)
-    assert math.isnan(report.ratio_interval(np.array([math.inf]), np.array([math.inf]))[0])
-
-
-def test_gap_table_states_the_ratio_in_env_steps_and_wall_clock_only_for_runs_alone():
-    def run(steps_to_half, alone):
-        rows = []
-        for step in (0, 100, 200, 300):
-            rows.append(
-                dict(
-                    env_steps=step,
-                    wall_clock=step / 10,
-                    eval_success=1.0 if step >= steps_to_half else 0.0,
-                    others_cpu_time=0.0 if alone else step,
-                    cpus=1,
-                )
-            )
-        return rows
-
-    runs = {"sb3_ppo": [run(300, True)] * 3, "shac_exact": [run(100, True)] * 3}
-    lines = report.gap_table(runs).splitlines()
-    assert lines[2] == "| sb3_ppo | shac_exact | 50 % of 100.0 % | 3.0x [3.0, 3.0] | 3.0x [3.0, 3.0] |"
-    runs["shac_exact"] = [run(100, False)] * 3
-    assert report.gap_table(runs).splitlines()[2].endswith("| 3.0x [3.0, 3.0] | — (runs shared their CPUs) |")

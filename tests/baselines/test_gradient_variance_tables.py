@@ -1,0 +1,77 @@
+"""The results page's gradient-variance tables: the starts table puts the scripted starts
+first and keeps sources apart; the gradient table shows one contact-options variant
+across levels."""
+
+from __future__ import annotations
+
+from baselines import gradient_variance_tables
+
+
+def _sweep_row(model, options, level, variance, **fields):
+    """One ``gradient_variance.csv`` row of 8 starts: exact at H=64 unless ``fields`` say
+    otherwise, its variance interval collapsed to ``variance``."""
+    from baselines.gradient_variance_csv import COLUMNS
+
+    r = {c: "" for c in COLUMNS}
+    r.update(
+        env="BoxPush-v0",
+        contact_model=model,
+        contact_options=options,
+        level=str(float(level)),
+        estimator="exact",
+        horizon="64",
+        starts="8",
+        variance=str(variance),
+        variance_lo=str(variance),
+        variance_hi=str(variance),
+        cosine_to_reference="0.5",
+        bundled_fraction="0",
+    )
+    r.update(fields)
+    return r
+
+
+def test_starts_table_puts_the_scripted_starts_first_and_keeps_sources_apart(tmp_path, monkeypatch):
+    from baselines.gradient_variance_csv import append_rows
+    from baselines.gradient_variance_starts import starts_tag
+
+    def row(source, estimator, horizon, variance):
+        return _sweep_row(
+            "moreau",
+            "",
+            300.0,
+            variance,
+            estimator=estimator,
+            horizon=str(horizon),
+            starts_source=source,
+            variance_ratio="0.5",
+            ratio_lo="0.5",
+            ratio_hi="0.5",
+            bundled_fraction="0.1",
+        )
+
+    policy = "policy p.npz episodes (deterministic; seeds 0..), 2 steps before the first contact > 1 N"
+    scripted = "scripted episodes (seeds 0..), 2 steps before the first contact > 1 N"
+    rows = [row(policy, "exact", h, 7.0) for h in (8, 32, 64)] + [row(scripted, "exact", h, 3.0) for h in (8, 32, 64)]
+    append_rows(rows, tmp_path / "sweep")
+    monkeypatch.setattr(gradient_variance_tables, "RESULTS", tmp_path)
+    lines = gradient_variance_tables.starts_table("sweep", "moreau", "300").splitlines()
+    assert lines[2].startswith("| scripted controller | 8 | 3 | 3 | 3 |")
+    assert lines[3].startswith(f"| `{starts_tag(policy)}` | 8 | 7 | 7 | 7 |")
+    assert len(lines) == 4
+
+
+def test_gradient_table_shows_one_contact_options_variant_across_levels(tmp_path, monkeypatch):
+    from baselines.gradient_variance_csv import append_rows
+
+    def row(options, level, variance):
+        return _sweep_row("penalty", options, level, variance)
+
+    append_rows(
+        [row("", 300.0, 9e9), row("baumgarte=0", 300.0, 2.0), row("baumgarte=0", 30000.0, 5.0)], tmp_path / "sweep"
+    )
+    monkeypatch.setattr(gradient_variance_tables, "RESULTS", tmp_path)
+    built = gradient_variance_tables.gradient_table("sweep", "penalty").splitlines()[2:]
+    variant = gradient_variance_tables.gradient_table("sweep", "penalty", "baumgarte=0").splitlines()[2:]
+    assert built == ["| 300 | 8 | — | — | 9.0e9 | 0.50 | — | — | — |"]
+    assert variant == ["| 300 | 8 | — | — | 2 | 0.50 | — | — | — |", "| 30000 | 8 | — | — | 5 | 0.50 | — | — | — |"]
