@@ -123,6 +123,22 @@ COMPARISONS: Dict[str, Comparison] = {
             "python -m baselines.box_push_endings --out baselines/results/BoxPush-v0/long_8m --steps 8388608",
         ),
         Comparison(
+            "BoxPush-v0/finals",
+            _BOX,
+            2_097_152,
+            32,
+            _loop(
+                _BOX,
+                "sb3_ppo brax_ppo shac_exact shac_bcg",
+                "0 1 2 3 4",
+                2_097_152,
+                32,
+                "BoxPush-v0/finals",
+                _CFG + "finals/BoxPush-v0.$algo.json",
+            ),
+            _CFG + "finals/BoxPush-v0.{algo}.json",
+        ),
+        Comparison(
             "PlanarHand-v0/long",
             "PlanarHand-v0",
             1_048_576,
