@@ -136,7 +136,7 @@ class DifferentiableStep:
         object.__setattr__(self, "nu", int(m.nu))
         object.__setattr__(self, "nx", 2 * int(m.nv) + int(m.na))
         object.__setattr__(self, "num_samples", samples_for(self.config, self.estimator, self.nx, self.nu))
-        object.__setattr__(self, "branching", self.estimator.rolls_branches(self.config))
+        object.__setattr__(self, "branching", self.estimator.rolls_branches(self.config.horizon))
         object.__setattr__(self, "num_branches", self.num_samples if self.branching else 0)
         object.__setattr__(self, "nz", int(m.nq) + int(m.nv) + int(m.na))
         object.__setattr__(self, "_quat", tangent.has_quaternions(m))

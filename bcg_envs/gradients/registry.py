@@ -10,7 +10,7 @@ points passes that object and asks it what it is, never comparing names again:
 * ``triggered``: whether it bundles only where the contact trigger fires (``bcg``), with
   the exact derivative elsewhere; ``contact_local``: whether its branches perturb the
   contacting chain rather than every coordinate (``bcg``);
-* ``rolls_branches(config)``: whether a bundle is rolled ``config.horizon`` steps;
+* ``rolls_branches(horizon)``: whether a bundle is rolled ``horizon`` steps;
 * ``bundled(ops)``: its derivative on a bundled step, built from a backend's
   ``StepDerivatives`` (MJX autodiff in ``gradients.differentiable_step``, MuJoCo C finite
   differences in ``mujoco_backend.jacobians``);
@@ -23,10 +23,7 @@ This module is the one place that maps names to behaviour.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Dict, Protocol, Tuple, TypeVar, Union
-
-if TYPE_CHECKING:
-    from bcg_envs.gradients.config import BundleConfig
+from typing import Dict, Protocol, Tuple, TypeVar, Union
 
 #: The estimator names, in the order the docs and tables list them.
 ESTIMATORS: Tuple[str, ...] = ("exact", "bundle", "zeroth", "bcg", "alpha")
@@ -75,10 +72,10 @@ class Estimator:
         triggers), so that the forward pass may keep the step's linearization."""
         return not self.samples or self.triggered
 
-    def rolls_branches(self, config: "BundleConfig") -> bool:
-        """Whether a triggered bundle's branches are rolled ``config.horizon`` (> 1) control
-        steps (``BundleConfig``) instead of bundling one step."""
-        return self.triggered and config.horizon > 1
+    def rolls_branches(self, horizon: int) -> bool:
+        """Whether a triggered bundle's branches are rolled ``horizon`` (> 1) control steps
+        (``BundleConfig.horizon``) instead of bundling one step."""
+        return self.triggered and horizon > 1
 
     def bundled(self, ops: StepDerivatives[T]) -> T:
         """The derivative on a step this estimator bundles (``exact`` bundles none)."""

@@ -52,8 +52,8 @@ def test_registry_covers_every_name_once():
         assert resolve(est) is est and hash(est) == hash(resolve(name))
         got = (est.samples, est.least_squares, est.triggered, est.contact_local, est.has_exact_steps)
         assert got == PROPERTIES[name], name
-        assert est.rolls_branches(BundleConfig(horizon=2)) == (name == "bcg")
-        assert not est.rolls_branches(BundleConfig(horizon=1))
+        assert est.rolls_branches(2) == (name == "bcg")
+        assert not est.rolls_branches(1)
     bundled = {name: resolve(name).bundled(_Recorder()) for name in ESTIMATORS}
     assert bundled == {
         "exact": "exact",
