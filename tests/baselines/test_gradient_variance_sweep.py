@@ -17,17 +17,21 @@ def test_sweep_appends_blocks_and_skips_them_when_restarted(tmp_path):
     model = ContactModel("mujoco", (0.02, 0.008), "tau", True, 0.001)
     starts, horizons = stub_starts(), (1, 4)
     StubRunner.calls = []
-    rows = sweep(
-        "BoxPush-v0",
-        [model],
-        ["bcg", "exact"],
-        starts,
-        horizons,
-        tmp_path,
-        reference_samples=3,
-        resamples=50,
-        runner=StubRunner,
-    )
+
+    def run(estimators):
+        return sweep(
+            "BoxPush-v0",
+            [model],
+            estimators,
+            starts,
+            horizons,
+            tmp_path,
+            reference_samples=3,
+            resamples=50,
+            runner=StubRunner,
+        )
+
+    rows = run(["bcg", "exact"])
     assert len(rows) == 2 * 2 * 2
     assert StubRunner.calls == [
         ("runner", "mujoco"),
@@ -51,32 +55,9 @@ def test_sweep_appends_blocks_and_skips_them_when_restarted(tmp_path):
     # Restarted: nothing is measured again; a new estimator reuses the stored exact
     # gradients for its ratio and the stored reference.
     StubRunner.calls = []
-    assert (
-        sweep(
-            "BoxPush-v0",
-            [model],
-            ["exact", "bcg"],
-            starts,
-            horizons,
-            tmp_path,
-            reference_samples=3,
-            resamples=50,
-            runner=StubRunner,
-        )
-        == []
-    )
+    assert run(["exact", "bcg"]) == []
     assert StubRunner.calls == []
-    more = sweep(
-        "BoxPush-v0",
-        [model],
-        ["exact", "bcg", "bundle"],
-        starts,
-        horizons,
-        tmp_path,
-        reference_samples=3,
-        resamples=50,
-        runner=StubRunner,
-    )
+    more = run(["exact", "bcg", "bundle"])
     assert StubRunner.calls == [("runner", "mujoco"), ("bundle", 0.02), ("bundle", 0.008)]
     assert all(r["variance_ratio"] > 1e16 for r in more)
     assert len(read_rows(tmp_path)) == len(first) + len(more)
