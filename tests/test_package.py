@@ -73,7 +73,8 @@ def test_wheel_installs_and_makes_every_env(tmp_path):
 
 def test_the_package_list_names_every_package():
     """pyproject.toml lists the packages by hand (it maps the top-level assets/ into the
-    wheel as bcg_envs.assets): the list must name every package folder."""
+    wheel as bcg_envs.assets): the list must name every package folder and every asset
+    folder (an unlisted importable folder makes setuptools warn at install)."""
     from pathlib import Path
 
     import tomllib
@@ -81,5 +82,8 @@ def test_the_package_list_names_every_package():
 
     repo = Path(__file__).resolve().parents[1]
     listed = tomllib.loads((repo / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
-    found = set(find_packages(str(repo), include=["bcg_envs*"])) | {"bcg_envs.assets"}
+    assets = {
+        f"bcg_envs.assets.{p.name}" for p in (repo / "assets").iterdir() if p.is_dir() and p.name != "__pycache__"
+    }
+    found = set(find_packages(str(repo), include=["bcg_envs*"])) | {"bcg_envs.assets"} | assets
     assert set(listed) == found
