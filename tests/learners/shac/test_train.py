@@ -149,7 +149,7 @@ _SHARDED_SCRIPT = textwrap.dedent(
     import jax, numpy as np
     import bcg_envs  # noqa: F401  (first: the one-thread CPU client)
     from bcg_envs.learners import shac
-    assert len(jax.devices()) == 2, jax.devices()
+    assert len(jax.devices()) == int(sys.argv[5]), jax.devices()
     if sys.argv[1] != "-":  # a test double: its class, by file and name
         spec = importlib.util.spec_from_file_location("shac_test_env", sys.argv[1])
         mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
@@ -162,25 +162,30 @@ _SHARDED_SCRIPT = textwrap.dedent(
 )
 
 
-def _check_two_devices(env, name, kw, tmp_path, rtol):
-    """Train on 1 device here and on 2 forced host devices in a subprocess (XLA flags
-    must be set before JAX initializes); the parameters must agree within ``rtol`` of
-    each array's scale. A bcg_envs env is remade there by id (``name``), a test double
-    by its class (``name``, built with no arguments)."""
-    _, one, _ = shac.train(env, devices=jax.devices()[:1], **kw)
+def _train_in_subprocess(env, name, kw, out, devices=1, **environ):
+    """``shac.train(env, **kw)`` in a fresh process on ``devices`` host devices (XLA flags
+    must be set before JAX initializes), its parameters saved to ``out`` (.npz). A
+    bcg_envs env is remade there by id (``name``), a test double by its class (``name``,
+    built with no arguments); ``environ`` adds environment variables."""
     source = "-" if type(env).__module__.startswith("bcg_envs.") else inspect.getfile(type(env))
-    flags = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2").strip()
-    sub_env = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu")
-    out = tmp_path / "two.npz"
+    flags = (os.environ.get("XLA_FLAGS", "") + f" --xla_force_host_platform_device_count={devices}").strip()
+    sub_env = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu", **environ)
     proc = subprocess.run(
-        [sys.executable, "-c", _SHARDED_SCRIPT, source, name, json.dumps(kw), str(out)],
+        [sys.executable, "-c", _SHARDED_SCRIPT, source, name, json.dumps(kw), str(out), str(devices)],
         env=sub_env,
         capture_output=True,
         text=True,
         timeout=900,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    two = np.load(out)
+    return np.load(out)
+
+
+def _check_two_devices(env, name, kw, tmp_path, rtol):
+    """Train on 1 device here and on 2 forced host devices in a subprocess; the
+    parameters must agree within ``rtol`` of each array's scale."""
+    _, one, _ = shac.train(env, devices=jax.devices()[:1], **kw)
+    two = _train_in_subprocess(env, name, kw, tmp_path / "two.npz", devices=2)
     leaves = _leaves(one)
     assert len(two.files) == len(leaves)
     worst = 0.0
@@ -190,6 +195,21 @@ def _check_two_devices(env, name, kw, tmp_path, rtol):
         worst = max(worst, float(np.max(np.abs(y - x))) / (float(np.max(np.abs(x))) + 1e-6))
     print(f"{name}: 1 vs 2 devices, largest deviation / array scale = {worst:.2e}")
     assert worst < rtol
+
+
+def test_same_seed_same_parameters_across_processes(point_mass, tmp_path):
+    """Two fresh processes with one seed train to the same parameters bit for bit, the
+    first compiling its programs into an empty persistent cache and the second loading
+    them from it."""
+    kw = dict(num_envs=8, horizon=8, num_timesteps=4 * 64, actor_hidden=(32, 32), critic_hidden=(32, 32))
+    kw.update(num_evals=0, seed=2, progress_bar=False)
+    cache = dict(JAX_COMPILATION_CACHE_DIR=str(tmp_path / "cache"), JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0")
+    first = _train_in_subprocess(point_mass, "PointMass", kw, tmp_path / "first.npz", **cache)
+    assert any((tmp_path / "cache").iterdir()), "the first process cached nothing"
+    second = _train_in_subprocess(point_mass, "PointMass", kw, tmp_path / "second.npz", **cache)
+    assert len(first.files) == len(second.files) > 0
+    for key in first.files:
+        np.testing.assert_array_equal(first[key], second[key])
 
 
 def test_two_devices_match_one(point_mass, tmp_path):
