@@ -18,7 +18,7 @@ import numpy as np
 
 from bcg_envs.cpu_runtime import wait_ready
 from bcg_envs.envs.autoreset import autoreset as autoreset_batch
-from bcg_envs.envs.base import BRANCH_INFO, OBS_BOUND, Jacobians, MjxEnv, State
+from bcg_envs.envs.base import BRANCH_INFO, OBS_BOUND, Jacobians, MjxEnv, State, reset_key
 from bcg_envs.gradients.config import BundleConfig
 from bcg_envs.gradients.registry import Estimator, resolve
 
@@ -119,7 +119,7 @@ class MjxSimulation:
         return self.state.data
 
     def reset(self, rng: np.random.Generator) -> Tuple[np.ndarray, Dict[str, Any]]:
-        key = jax.random.PRNGKey(int(rng.integers(0, 2**31 - 1)))
+        key = reset_key(rng)
         self.state = wait_ready(self._fns.reset(key))
         return clipped_observation(self.state.obs), scalar_info(numpy_info(self.state))
 

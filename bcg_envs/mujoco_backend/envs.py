@@ -12,7 +12,7 @@ import jax
 import mujoco
 import numpy as np
 
-from bcg_envs.envs.base import Jacobians, MjxEnv
+from bcg_envs.envs.base import Jacobians, MjxEnv, reset_key
 from bcg_envs.gradients.config import BundleConfig
 from bcg_envs.gradients.registry import Estimator
 from bcg_envs.mujoco_backend.contact_log import ContactLog
@@ -80,7 +80,7 @@ class MujocoSimulation:
         return self.core.d
 
     def reset(self, rng: np.random.Generator):
-        key = jax.random.PRNGKey(int(rng.integers(0, 2**31 - 1)))
+        key = reset_key(rng)
         qpos, qvel, task_info = jax.device_get(self.task.reset_fn(key))
         core = self.core
         core.episode = int(rng.integers(0, 2**31 - 1))
