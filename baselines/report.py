@@ -39,7 +39,9 @@ seed-level interval lies entirely above the second's),
 ``rliable:DIR`` (IQM and probability of improvement), ``gap:DIR`` (PPO's env steps and
 wall-clock to a success level over SHAC's, with bootstrap intervals), ``simulators:DIR`` (final scores in
 the protocol's simulator and in each learner's own),
-``ref:ENV:POLICY`` (a reference level under the task's default physics) and ``steps:DIR``.
+``ref:ENV:POLICY`` (a reference level under the task's default physics), ``steps:DIR``
+and ``rising:DIR:ALGO:WINDOW`` (whether the seed-mean success at the last evaluation is
+above the one WINDOW evaluations earlier).
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ from baselines.seed_stats import (
     seed_table,
     seed_text,
     simulators_table,
+    success_trend,
 )
 
 PAGE = RESULTS / "README.md"
@@ -215,6 +218,7 @@ class Page:
             ),
             "apart": self.apart_text,
             "ahead": self.ahead_text,
+            "rising": lambda key, algo, window: success_trend(self.seeds(key, algo), int(window)),
         }
 
         def replace(match: re.Match) -> str:

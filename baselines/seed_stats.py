@@ -5,7 +5,8 @@ beside the pooled Wilson interval (``pooled_success``) the page states the mean 
 final values with a percentile bootstrap interval over seeds (``seed_interval``, ``seed_text``,
 ``seed_table``, ``apart``); rliable's interquartile mean and probability of improvement
 (``rliable_table``); PPO's env steps and wall-clock to a success level over SHAC's
-(``ratio_interval``, ``gap_table``); and final scores in the protocol's simulator beside each
+(``ratio_interval``, ``gap_table``); whether success still rises at the end
+(``success_trend``); and final scores in the protocol's simulator beside each
 learner's own (``simulators_table``). Every bootstrap draws from a fixed RNG seed, so the
 page is deterministic.
 """
@@ -50,6 +51,22 @@ def seed_interval(
 def final_values(seeds: List[List[run_csv.Row]], key: str) -> List[float]:
     """Each seed's value of ``key`` at its last evaluation (the budget)."""
     return [float(r[-1][key]) for r in seeds]
+
+
+def success_trend(seeds: List[List[run_csv.Row]], window: int) -> str:
+    """Whether a learner's success still rises at the end of its runs: the seed-mean
+    success at the last evaluation against the one ``window`` evaluations earlier (the
+    rule by which ``baselines/configs/tuning/finals.json`` decides on a longer final)."""
+    n = min(len(rows) for rows in seeds)
+    if window < 1 or n <= window:
+        raise ValueError(f"window must be in [1, {n - 1}] for runs of {n} evaluations, got {window}")
+    last = float(np.mean([rows[n - 1]["eval_success"] for rows in seeds]))
+    earlier = float(np.mean([rows[n - 1 - window]["eval_success"] for rows in seeds]))
+    verdict = "still rising" if last > earlier else "not rising"
+    return (
+        f"{verdict} (seed-mean success {pct(last)} % at the last evaluation against {pct(earlier)} % "
+        f"{window} evaluations earlier, {len(seeds)} seeds)"
+    )
 
 
 def seed_text(values: Sequence[float], percent: bool) -> str:

@@ -157,3 +157,16 @@ def test_gap_table_states_the_ratio_in_env_steps_and_wall_clock_only_for_runs_al
     assert lines[2] == "| sb3_ppo | shac_exact | 50 % of 100.0 % | 3.0x [3.0, 3.0] | 3.0x [3.0, 3.0] |"
     runs["shac_exact"] = [run(100, False)] * 3
     assert seed_stats.gap_table(runs).splitlines()[2].endswith("| 3.0x [3.0, 3.0] | — (runs shared their CPUs) |")
+
+
+def test_success_trend_compares_the_last_evaluation_with_an_earlier_one():
+    def run(successes):
+        return [{"eval_success": x} for x in successes]
+
+    rising = [run([0.0, 0.1, 0.2, 0.3]), run([0.0, 0.0, 0.1, 0.2])]
+    text = seed_stats.success_trend(rising, 2)
+    assert text.startswith("still rising") and "25.0 %" in text and "5.0 %" in text
+    flat = [run([0.0, 0.3, 0.2, 0.3]), run([0.0, 0.2, 0.1, 0.2])]
+    assert seed_stats.success_trend(flat, 2).startswith("not rising")  # equal is not rising
+    with pytest.raises(ValueError, match="window"):
+        seed_stats.success_trend(rising, 4)

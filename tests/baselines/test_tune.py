@@ -174,7 +174,8 @@ def test_declared_finals_cover_every_tuned_learner_and_fit_their_budgets():
     grids = json.loads((protocol.CONFIGS / "tuning" / "equal_effort.json").read_text())
     assert set(finals["learners"]) == {k for k in grids if k in protocol.ALGORITHMS}
     assert len(finals["seeds"]) >= 5
-    for env_id, budget in finals["budgets"].items():
+    budgets = list(finals["budgets"].items()) + list(finals["longer"]["budgets"].items())
+    for env_id, budget in budgets:
         base = protocol.load_config(env_id)
         for algo in finals["learners"]:
             protocol.check_budgets(base, [algo], budget["steps"], budget["evals"])
