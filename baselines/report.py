@@ -39,7 +39,8 @@ seed-level interval lies entirely above the second's),
 ``rliable:DIR`` (IQM and probability of improvement), ``gap:DIR`` (PPO's env steps and
 wall-clock to a success level over SHAC's, with bootstrap intervals), ``simulators:DIR`` (final scores in
 the protocol's simulator and in each learner's own),
-``ref:ENV:POLICY`` (a reference level under the task's default physics), ``steps:DIR``
+``ref:ENV:POLICY`` (a reference level under the task's default physics),
+``ref_of:DIR:POLICY`` (the same under a comparison's physics), ``steps:DIR``
 and ``rising:DIR:ALGO:WINDOW`` (whether the seed-mean success at the last evaluation is
 above the one WINDOW evaluations earlier).
 """
@@ -177,13 +178,18 @@ class Page:
     def references_text(self) -> str:
         return references_table(self.references)
 
-    def ref(self, env_id: str, policy: str) -> str:
-        levels = references_for(env_id, {}, self.references)
+    def ref(self, env_id: str, policy: str, env_kwargs: Optional[Dict[str, object]] = None) -> str:
+        levels = references_for(env_id, env_kwargs or {}, self.references)
         name = next((n for n in levels if n.startswith(policy)), None)
         if name is None:
-            raise KeyError(f"no reference {policy!r} for {env_id} in {REFERENCES.name}")
+            raise KeyError(f"no reference {policy!r} for {env_id} {env_kwargs or ''} in {REFERENCES.name}")
         ret, success = levels[name]
         return f"{ret:.1f} ({pct(success)} % success)"
+
+    def ref_of(self, key: str, policy: str) -> str:
+        """A reference level under a comparison's physics (its config's env arguments)."""
+        c = COMPARISONS[key]
+        return self.ref(c.env, policy, c.env_kwargs())
 
     def render(self, prose: str) -> str:
         kinds: Dict[str, Callable[..., str]] = {
@@ -206,6 +212,7 @@ class Page:
             "friction": friction_tables,
             "references": self.references_text,
             "ref": self.ref,
+            "ref_of": self.ref_of,
             "steps": lambda key: f"{COMPARISONS[key].steps:,}",
             "success": lambda key, algo: pooled_success(self.seeds(key, algo)),
             "seed_success": lambda key, algo: seed_text(final_values(self.seeds(key, algo), "eval_success"), True),

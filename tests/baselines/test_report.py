@@ -122,3 +122,18 @@ def test_run_table_lists_complete_runs_with_their_counters(tmp_path, monkeypatch
         "| sb3_ppo | 0 | 50.0 | 260.0 | — | — |",
         "| shac_exact | 10 | 25.0 | 250.0 | 3 | 4.0 |",
     ]
+
+
+def test_reference_levels_follow_the_physics_asked_for():
+    """``ref`` reads a level under the default physics, ``ref_of`` under a comparison's
+    (here the authors' contact model): each the row of references.csv for that physics."""
+    page = report.Page()
+    c = comparisons.COMPARISONS["BoxPush-v0/moreau_k300"]
+    levels = {p: r for p, r in report.references_for(c.env, c.env_kwargs(), page.references).items()}
+    ret, success = next(v for k, v in levels.items() if k.startswith("scripted"))
+    assert page.render("{{ref_of:BoxPush-v0/moreau_k300:scripted}}").endswith(
+        f"{ret:.1f} ({100 * success:.1f} % success)\n"
+    )
+    assert page.render("{{ref_of:BoxPush-v0/moreau_k300:scripted}}") != page.render("{{ref:BoxPush-v0:scripted}}")
+    with pytest.raises(KeyError, match="no reference"):
+        page.render("{{ref_of:BoxPush-v0/moreau_k300:nonsense}}")
