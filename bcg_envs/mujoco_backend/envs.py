@@ -238,7 +238,7 @@ class MujocoBatchSimulation:
         ended = done | trunc
         if np.any(ended):
             idx = np.flatnonzero(ended)
-            keys = jax.random.split(jax.random.PRNGKey(int(self.np_random.integers(0, 2**31 - 1))), idx.size)
+            keys = jax.random.split(reset_key(self.np_random), idx.size)
             self._load(idx, keys)
             self._observe_all(idx)
         infos["final_obs"] = final_obs
