@@ -36,8 +36,8 @@ def env_kwargs_of(cfg: dict) -> Dict[str, object]:
 
 
 def protocol_backend(env_kwargs: Dict[str, object]) -> str:
-    """The Gymnasium backend of evaluation and SB3 PPO: MuJoCo C, or MJX for the penalty
-    contact model, which only MJX simulates."""
+    """The Gymnasium backend of evaluation and SB3 PPO: MuJoCo C, or MJX for the kappa
+    contact models (``"penalty"``, ``"moreau"``), which only MJX simulates."""
     return "mjx" if env_kwargs.get("contact_model") in KAPPA_MODELS else "mujoco"
 
 
