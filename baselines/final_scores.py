@@ -11,6 +11,8 @@ SHAC (trained in MJX) and the reverse one for SB3 PPO (trained in MuJoCo C). Tra
 episodes do not end on the tracking-error termination (the policy keeps acting, as on a
 robot), only on a fall, so success here can differ from the comparison's. The env takes the
 ``env_kwargs`` of the runs' config (``--config``, as ``baselines.compare`` was given it).
+Under a kappa contact model (MJX only) the MJX columns are that model and the MuJoCo C
+columns MuJoCo's own contact at the task's physics step: the transfer the BCG paper checks.
 
 Writes ``final_scores.csv`` (one row per run; a rerun scores only the runs it lacks) and ``final_scores.md`` (per algorithm and
 simulator: success pooled over every seed's episodes with its 95 % Wilson interval; falls
@@ -121,11 +123,17 @@ def score_runs(
     todo = [run for run in final_runs(out_dir, steps) if (run[0], run[1], run[3], episodes) not in scored]
     if not todo:
         return []
-    mjx_env = gym.make(f"{NAMESPACE}/{short_name(env_id)}", **(env_kwargs or {}))  # one compile for every run
+    env_kwargs = env_kwargs or {}
+    mjx_env = gym.make(f"{NAMESPACE}/{short_name(env_id)}", **env_kwargs)  # one compile for every run
+    mujoco_env = None
+    if protocol.protocol_backend(env_kwargs) == "mjx":
+        from bcg_envs.registry import make_jax
+
+        mujoco_env = make_jax(env_id, **protocol.mujoco_contact_kwargs(env_kwargs))
     rows = []
     try:
         for algo, run_seed, ckpt, run_steps in todo:
-            result = sim_to_sim(mjx_env, POLICIES[algo](ckpt), episodes=episodes, seed=seed)
+            result = sim_to_sim(mjx_env, POLICIES[algo](ckpt), episodes=episodes, seed=seed, mujoco_env=mujoco_env)
             row = dict(algo=algo, seed=run_seed, env_steps=run_steps, episodes=episodes)
             row.update({f"{m}{s}": result[f"{m}{s}"] for s in ("", "_mjx") for m in METRICS})
             print(f"{algo} seed {run_seed}: " + ", ".join(f"{k} {row[k]:.3g}" for k in COLUMNS[4:]), flush=True)

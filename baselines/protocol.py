@@ -41,6 +41,13 @@ def protocol_backend(env_kwargs: Dict[str, object]) -> str:
     return "mjx" if env_kwargs.get("contact_model") in KAPPA_MODELS else "mujoco"
 
 
+def mujoco_contact_kwargs(env_kwargs: Dict[str, object]) -> Dict[str, object]:
+    """``env_kwargs`` under MuJoCo's own contact model (the kappa model's keys dropped, so
+    the task's default contact and physics step): the physics a kappa-trained policy
+    transfers to in MuJoCo C."""
+    return {k: v for k, v in env_kwargs.items() if k not in ("contact_model", "kappa", "contact_options")}
+
+
 def training_backend(algo: str, env_kwargs: Dict[str, object]) -> str:
     """The simulator an algorithm trains in: SB3 PPO steps the protocol's Gymnasium
     backend, the JAX learners (Brax PPO and APG, SHAC) step MJX."""

@@ -5,7 +5,10 @@ Gymnasium env of each physics backend: ``GymEnv`` over MJX (float32) and over Mu
 (``backend="mujoco"``, float64), both wrapping the same JAX env (config, contact stiffness, timestep)
 and reset with the same seeds (``seed + i`` for episode ``i``), so both start from the same
 state and task info. Observation, reward, per-episode metrics and success are the task's
-own code on both backends; only the simulator differs.
+own code on both backends; only the simulator differs. A policy trained under a kappa
+contact model (``contact_model="penalty"`` or ``"moreau"``, which MuJoCo C does not
+simulate) transfers to MuJoCo C with MuJoCo's own contact: pass that env as
+``mujoco_env`` (``make_jax(name)``), the sim-to-sim check the BCG paper makes.
 
 Episodes end after ``episode_length`` control steps (or ``max_steps``) or when
 ``info["fell"]`` (pelvis below ``config["fall_height"]``, or a diverged simulation). The
@@ -24,6 +27,7 @@ import numpy as np
 from bcg_envs.envs.base import MjxEnv
 from bcg_envs.envs.g1.base import foot_penetration_numpy
 from bcg_envs.gym import GymEnv
+from bcg_envs.physics.simulator import KAPPA_MODELS
 from bcg_envs.registry import make_jax, short_name, task_class, task_names
 
 Policy = Callable[[np.ndarray], Any]
@@ -98,6 +102,7 @@ def sim_to_sim(
     episodes: int = 5,
     seed: int = 0,
     max_steps: Optional[int] = None,
+    mujoco_env: Optional[MjxEnv] = None,
 ) -> Dict[str, Any]:
     """Transfer check of ``policy`` from MJX to MuJoCo C on a G1 tracking env.
 
@@ -107,6 +112,9 @@ def sim_to_sim(
       policy: ``obs (np.float32, (nobs,)) -> action (nu,)`` in [-1, 1] (clipped).
       episodes: number of episodes; episode ``i`` resets both backends with seed ``seed + i``.
       max_steps: cap on control steps per episode (default: the env's episode length).
+      mujoco_env: the JAX env whose task and physics MuJoCo C runs (default: the MJX
+        side's); required when the MJX side uses a kappa contact model. Same task, same
+        episode length.
 
     Returns a dict, MuJoCo C first and ``*_mjx`` for MJX:
       ``falls`` / ``falls_mjx``: episodes whose pelvis fell below ``fall_height`` (or whose
@@ -133,7 +141,22 @@ def sim_to_sim(
     if missing:
         raise ValueError(f"sim_to_sim needs a G1 tracking env (its info lacks {missing})")
     horizon = min(jax_env.episode_length, max_steps or jax_env.episode_length)
-    c_gym = GymEnv(name, backend="mujoco", jax_env=jax_env)
+    c_env = jax_env if mujoco_env is None else mujoco_env
+    if not isinstance(c_env, MjxEnv) or type(c_env) is not type(jax_env):
+        raise ValueError(
+            f"mujoco_env must be a {type(jax_env).__name__} JAX env (make_jax), got {type(c_env).__name__}"
+        )
+    if c_env.episode_length != jax_env.episode_length:
+        raise ValueError(
+            f"mujoco_env's episode length ({c_env.episode_length}) differs from the MJX side's "
+            f"({jax_env.episode_length})"
+        )
+    if c_env.contact_model in KAPPA_MODELS:
+        raise ValueError(
+            f"contact_model={c_env.contact_model!r} runs on MJX only; pass mujoco_env=make_jax({name!r}) "
+            "(MuJoCo's contact) for the MuJoCo C side"
+        )
+    c_gym = GymEnv(name, backend="mujoco", jax_env=c_env)
     own_mjx = mjx_gym is None
     if own_mjx:
         mjx_gym = GymEnv(name, jax_env=jax_env)

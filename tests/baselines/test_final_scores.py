@@ -84,7 +84,8 @@ def test_score_runs_runs_each_final_policy_once_in_both_simulators(tmp_path, mon
     monkeypatch.setitem(final_scores.POLICIES, "shac_exact", lambda path: ("policy of", path))
     calls = []
 
-    def fake_sim_to_sim(env, policy, episodes, seed):
+    def fake_sim_to_sim(env, policy, episodes, seed, mujoco_env):
+        assert mujoco_env is None  # MuJoCo contact: MuJoCo C runs the MJX side's env
         calls.append((env.unwrapped.env_name, env.unwrapped.jax_env.episode_length, policy, episodes, seed))
         return {f"{m}{s}": i + (10 if s else 0) for s in ("", "_mjx") for i, m in enumerate(final_scores.METRICS)}
 
@@ -112,3 +113,29 @@ def test_score_runs_runs_each_final_policy_once_in_both_simulators(tmp_path, mon
             joint_error_rad_mjx=14,
         )
     ]
+
+
+def test_score_runs_transfers_kappa_runs_to_mujoco_contact(tmp_path, monkeypatch):
+    """Runs trained under the Moreau model are scored in MJX under that model and in
+    MuJoCo C under MuJoCo's contact, with the config's other env kwargs on both."""
+    import bcg_envs.sim2sim
+
+    monkeypatch.setattr(final_scores, "final_runs", lambda out, steps: [("shac_bcg", 0, tmp_path, 1000)])
+    monkeypatch.setitem(final_scores.POLICIES, "shac_bcg", lambda path: "policy")
+    seen = {}
+
+    def fake_sim_to_sim(env, policy, episodes, seed, mujoco_env):
+        seen.update(mjx=env.unwrapped.jax_env, mujoco=mujoco_env)
+        return {f"{m}{s}": 0.0 for s in ("", "_mjx") for m in final_scores.METRICS}
+
+    monkeypatch.setattr(bcg_envs.sim2sim, "sim_to_sim", fake_sim_to_sim)
+    kwargs = {"contact_model": "moreau", "kappa": 50.0, "config": {"episode_length": 40}}
+    final_scores.score_runs("BoxPush-v0", tmp_path, 1000, episodes=2, env_kwargs=kwargs)
+    assert seen["mjx"].contact_model == "moreau" and seen["mjx"].physics.moreau.kappa == 50.0
+    assert seen["mujoco"].contact_model == "mujoco"
+    assert seen["mujoco"].episode_length == seen["mjx"].episode_length == 40
+
+
+def test_mujoco_contact_kwargs_drop_only_the_kappa_model():
+    kwargs = {"contact_model": "moreau", "kappa": 300.0, "contact_options": {"prox_iterations": 5}, "config": {"a": 1}}
+    assert protocol.mujoco_contact_kwargs(kwargs) == {"config": {"a": 1}}

@@ -479,6 +479,35 @@ def test_sim_to_sim_rejects_bad_arguments(gym_env):
         sim_to_sim(gym_env, lambda obs: np.zeros(3), episodes=1, max_steps=1)
 
 
+def test_sim_to_sim_needs_a_mujoco_contact_env_for_a_kappa_trained_policy(squat):
+    """MuJoCo C cannot simulate the kappa models: their transfer names its MuJoCo C env,
+    which must be the same task under MuJoCo's contact."""
+    moreau = G1Squat(contact_model="moreau")
+    with pytest.raises(ValueError, match="mujoco_env=make_jax"):
+        sim_to_sim(moreau, hold_pose_policy(), episodes=1)
+    with pytest.raises(ValueError, match="mujoco_env=make_jax"):
+        sim_to_sim(squat, hold_pose_policy(), episodes=1, mujoco_env=moreau)
+    with pytest.raises(ValueError, match="must be a G1Squat JAX env"):
+        sim_to_sim(moreau, hold_pose_policy(), episodes=1, mujoco_env=G1Track())
+    with pytest.raises(ValueError, match="episode length"):
+        sim_to_sim(moreau, hold_pose_policy(), episodes=1, mujoco_env=G1Squat(config={"episode_length": 7}))
+
+
+@pytest.mark.integration
+@long
+def test_sim_to_sim_from_moreau_to_mujoco_contact(squat):
+    """A Moreau-trained policy transfers to MuJoCo C under MuJoCo's contact: both sides
+    start from the same state and step at their own physics steps."""
+    moreau = G1Squat(config={"random_start": False}, contact_model="moreau")
+    assert moreau.physics.mj_model.opt.timestep != squat.physics.mj_model.opt.timestep
+    mujoco_env = G1Squat(config={"random_start": False})
+    result = sim_to_sim(moreau, hold_pose_policy(), episodes=1, max_steps=5, mujoco_env=mujoco_env)
+    assert result["obs_reset_max_abs_diff"] < 1e-4
+    assert result["steps"] == [5] and result["steps_mjx"] == [5]
+    assert result["falls"] == 0 and result["falls_mjx"] == 0
+    assert np.isfinite(result["tracking_error_cm"]) and np.isfinite(result["tracking_error_cm_mjx"])
+
+
 # ----- the other ids (one compile each) ------------------------------------------------------
 
 
