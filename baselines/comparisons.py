@@ -84,6 +84,23 @@ def _box_131k(name: str, algos: str, seeds: str) -> "Comparison":
     )
 
 
+def _g1_moreau(kappa: int) -> "Comparison":
+    """G1Jump under the authors' contact model at ``kappa`` (/m): SHAC exact, SHAC bcg and
+    SB3 PPO on three seeds at the CPU budget, then the final policies in MuJoCo C."""
+    name = f"moreau_k{kappa}"
+    config = _CFG + f"G1Jump-v0.{name}.json"
+    return Comparison(
+        f"G1Jump-v0/{name}",
+        "G1Jump-v0",
+        262_144,
+        8,
+        _loop("G1Jump-v0", "shac_exact sb3_ppo shac_bcg", "0 1 2", 262_144, 8, f"G1Jump-v0/{name}", config)
+        + f"\npython -m baselines.final_scores --env G1Jump-v0 --config {config} --steps 262144 "
+        f"--out baselines/results/G1Jump-v0/{name}",
+        config,
+    )
+
+
 COMPARISONS: Dict[str, Comparison] = {
     c.key: c
     for c in (
@@ -213,6 +230,7 @@ COMPARISONS: Dict[str, Comparison] = {
             "python -m baselines.final_scores --env G1Jump-v0 --steps 262144 --out $O",
             _CFG + "G1Jump-v0.zero_start.json",
         ),
+        _g1_moreau(300),
         Comparison(
             "BoxPush-v0/probe_131k",
             _BOX,
