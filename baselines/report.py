@@ -55,7 +55,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Tuple
 
-from baselines import run_csv, summary
+from baselines import final_scores, run_csv, summary
 from baselines.comparisons import COMMANDS, COMPARISONS, RESULTS, TUNING
 from baselines.gradient_variance_tables import decomposition_table, gradient_table, starts_table
 from baselines.page_format import pct
@@ -128,14 +128,22 @@ class Page:
         """One row per complete run, scored at the budget: its seed, final success and
         return, and SHAC's counters over the whole run (actor updates skipped because the
         gradient was non-finite or above ``max_grad_norm``; training env steps whose
-        gradient ``bcg`` bundled). "—" where a learner has no such counter."""
+        gradient ``bcg`` bundled). "—" where a learner has no such counter. Where the
+        comparison has a ``final_scores.csv`` (``baselines.final_scores``), each run's final
+        policy also gets its falls per episode and tracking error (cm) in MJX and MuJoCo C
+        ("—" for a run it has not scored at that budget)."""
         c = COMPARISONS[key]
         budgets = c.budgets()
-        lines = [
-            "| algorithm | seed | final success (%) | final return | skipped actor updates "
-            "| bundled training steps (%) |",
-            "|---|---|---|---|---|---|",
-        ]
+        scores = {
+            (r["algo"], int(r["seed"]), int(r["env_steps"])): r
+            for r in final_scores.read_scores(c.path / "final_scores.csv")
+        }
+        header = "| algorithm | seed | final success (%) | final return | skipped actor updates | bundled training steps (%) |"
+        rule = "|---|---|---|---|---|---|"
+        if scores:
+            header += " falls per episode, MJX / MuJoCo C | tracking error (cm), MJX / MuJoCo C |"
+            rule += "---|---|"
+        lines = [header, rule]
         found = []
         for path in c.path.glob("*_seed*.csv"):
             algo, seed = path.stem.rsplit("_seed", 1)
@@ -144,11 +152,21 @@ class Page:
                 found.append((algo, int(seed), run_csv.at_budget({algo: [rows]}, budgets)[algo][0][-1]))
         for algo, seed, last in sorted(found, key=lambda f: (f[0], f[1])):
             skipped, bundled = float(last["skipped_updates"]), float(last["bundled_fraction"])
-            lines.append(
+            line = (
                 f"| {algo} | {seed} | {pct(float(last['eval_success']))} | {float(last['eval_return']):.1f} "
                 f"| {f'{skipped:.0f}' if math.isfinite(skipped) else '—'} "
                 f"| {pct(bundled) if math.isfinite(bundled) else '—'} |"
             )
+            if scores:
+                score = scores.get((algo, seed, int(last["env_steps"])))
+                if score is None:
+                    line += " — | — |"
+                else:
+                    n = int(score["episodes"])
+                    falls = [float(score[f"falls{sfx}"]) / n for sfx in ("_mjx", "")]
+                    error = [float(score[f"tracking_error_cm{sfx}"]) for sfx in ("_mjx", "")]
+                    line += f" {falls[0]:.2f} / {falls[1]:.2f} | {error[0]:.1f} / {error[1]:.1f} |"
+            lines.append(line)
         return "\n".join(lines)
 
     def rliable_text(self, key: str) -> str:

@@ -4,11 +4,12 @@ every panel; the table of runs lists the complete ones with their counters."""
 
 from __future__ import annotations
 
+import csv
 import difflib
 
 import pytest
 
-from baselines import comparisons, protocol, report, run_csv, summary
+from baselines import comparisons, final_scores, protocol, report, run_csv, summary
 
 
 def test_results_page_is_fresh():
@@ -121,6 +122,24 @@ def test_run_table_lists_complete_runs_with_their_counters(tmp_path, monkeypatch
     assert table[2:] == [
         "| sb3_ppo | 0 | 50.0 | 260.0 | — | — |",
         "| shac_exact | 10 | 25.0 | 250.0 | 3 | 4.0 |",
+    ]
+
+    # With final_scores.csv: each scored run's falls and tracking error, MJX then MuJoCo C;
+    # a score at another budget does not count.
+    score = dict(algo="shac_exact", seed=10, env_steps=budget, episodes=8)
+    score.update(falls=2, falls_mjx=0, tracking_error_cm=12.26, tracking_error_cm_mjx=3.5)
+    score.update(success_rate=0.5, success_rate_mjx=0.5, completed=6, completed_mjx=8)
+    score.update(joint_error_rad=0.1, joint_error_rad_mjx=0.1)
+    stale = dict(score, algo="sb3_ppo", seed=0, env_steps=budget // 2)
+    with (tmp_path / key / "final_scores.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=final_scores.COLUMNS)
+        writer.writeheader()
+        writer.writerows([score, stale])
+    table = report.Page().run_table(key).splitlines()
+    assert table[0].endswith("| falls per episode, MJX / MuJoCo C | tracking error (cm), MJX / MuJoCo C |")
+    assert table[2:] == [
+        "| sb3_ppo | 0 | 50.0 | 260.0 | — | — | — | — |",
+        "| shac_exact | 10 | 25.0 | 250.0 | 3 | 4.0 | 0.00 / 0.25 | 3.5 / 12.3 |",
     ]
 
 
