@@ -16,7 +16,8 @@ Brax APG exposes no policy during training, so only its final policy is scored.
 A config's optional ``env_kwargs`` (e.g. ``{"contact_stiffness": 0.002, "physics_dt":
 0.001}``) go to every env of the run, training and evaluation alike, so all algorithms
 learn and are scored on the same physics. Under the kappa contact models
-(``contact_model="penalty"`` or ``"moreau"``, MJX only) the evaluation and SB3 PPO run on the MJX backend instead of MuJoCo C.
+(``contact_model="penalty"`` or ``"moreau"``, MJX only) the evaluation and SB3 PPO run on
+the MJX backend instead of MuJoCo C.
 
 Three x-axes: env steps (transitions the learner consumed), simulated control steps
 (``sim_steps``: every control step a simulator ran for training, forward or backward; PPO
