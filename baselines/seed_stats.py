@@ -161,11 +161,19 @@ def gap_table(runs: Dict[str, List[List[run_csv.Row]]]) -> str:
     success any learner reached): PPO's env steps to it over SHAC's, as a ratio of medians
     over seeds with its bootstrap interval (``ratio_interval``), and the same in
     wall-clock where every run of both ran alone (``cpu_clock.ran_alone``). inf: PPO's
-    median seed does not reach the level within the budget; 0: SHAC's does not."""
+    median seed does not reach the level within the budget; 0: SHAC's does not. A learner
+    with one seed has no seed-level interval, so its pairs are left out (the level still
+    counts its success)."""
     best = summary.best_success(runs)
-    pairs = [(p, a) for p in summary.PPO_ALGORITHMS if p in runs for a in runs if a.startswith("shac")]
+    pairs = [
+        (p, a)
+        for p in summary.PPO_ALGORITHMS
+        if len(runs.get(p, ())) > 1
+        for a in runs
+        if a.startswith("shac") and len(runs[a]) > 1
+    ]
     if best <= 0 or not pairs:
-        return "(No success, or no PPO and SHAC pair: no gap to state.)"
+        return "(No success, or no PPO and SHAC pair with two seeds or more: no gap to state.)"
 
     def text(point: float, low: float, high: float) -> str:
         def f(v: float) -> str:

@@ -157,6 +157,13 @@ def test_gap_table_states_the_ratio_in_env_steps_and_wall_clock_only_for_runs_al
     assert lines[2] == "| sb3_ppo | shac_exact | 50 % of 100.0 % | 3.0x [3.0, 3.0] | 3.0x [3.0, 3.0] |"
     runs["shac_exact"] = [run(100, False)] * 3
     assert seed_stats.gap_table(runs).splitlines()[2].endswith("| 3.0x [3.0, 3.0] | — (runs shared their CPUs) |")
+    # A learner with one seed has no interval: its pairs are left out, its success still
+    # sets the level.
+    runs["shac_bcg"] = [run(0, True)]
+    lines = seed_stats.gap_table(runs).splitlines()
+    assert not any("shac_bcg" in line for line in lines)
+    assert lines[2].startswith("| sb3_ppo | shac_exact | 50 % of 100.0 % |")
+    assert "no gap" in seed_stats.gap_table({"sb3_ppo": [run(300, True)], "shac_exact": [run(100, True)] * 3})
 
 
 def test_success_trend_compares_the_last_evaluation_with_an_earlier_one():
