@@ -12,7 +12,8 @@ episodes do not end on the tracking-error termination (the policy keeps acting, 
 robot), only on a fall, so success here can differ from the comparison's. The env takes the
 ``env_kwargs`` of the runs' config (``--config``, as ``baselines.compare`` was given it).
 Under a kappa contact model (MJX only) the MJX columns are that model and the MuJoCo C
-columns MuJoCo's own contact at the task's physics step: the transfer the BCG paper checks.
+columns MuJoCo's own contact (``protocol.mujoco_contact_kwargs``): the transfer the BCG
+paper checks.
 
 Writes ``final_scores.csv`` (one row per run; a rerun scores only the runs it lacks) and ``final_scores.md`` (per algorithm and
 simulator: success pooled over every seed's episodes with its 95 % Wilson interval; falls

@@ -42,9 +42,9 @@ def protocol_backend(env_kwargs: Dict[str, object]) -> str:
 
 
 def mujoco_contact_kwargs(env_kwargs: Dict[str, object]) -> Dict[str, object]:
-    """``env_kwargs`` under MuJoCo's own contact model (the kappa model's keys dropped, so
-    the task's default contact and physics step): the physics a kappa-trained policy
-    transfers to in MuJoCo C."""
+    """``env_kwargs`` under MuJoCo's own contact model: the kappa model's keys dropped, so
+    the task's default contact and, unless ``physics_dt`` is given, its default physics
+    step. The physics a kappa-trained policy transfers to in MuJoCo C."""
     return {k: v for k, v in env_kwargs.items() if k not in ("contact_model", "kappa", "contact_options")}
 
 
