@@ -87,3 +87,35 @@ def make_toy_env(tmp_path_factory):
         return Toy(**env_kwargs)
 
     return make
+
+
+#: Memory maps (of ``vm.max_map_count``, 65,530 by default) past which a test worker drops
+#: JAX's compiled programs between modules. Each compiled gradient program holds thousands
+#: of maps, and a worker that runs many modules would otherwise reach the limit, where
+#: LLVM's and XLA's allocations fail and abort the worker (docs/performance.md, "Memory maps").
+MAX_MAPS_KEPT = 30_000
+
+
+def _memory_maps() -> int:
+    """This process's memory maps (0 where /proc is unavailable)."""
+    try:
+        with open("/proc/self/maps", "rb") as maps:
+            return sum(1 for _ in maps)
+    except OSError:
+        return 0
+
+
+@pytest.fixture(autouse=True, scope="module")
+def release_compiled_programs():
+    """After each test module, drop JAX's compiled programs if this process holds more than
+    ``MAX_MAPS_KEPT`` memory maps (later modules compile or load theirs again)."""
+    yield
+    import sys
+
+    if "jax" in sys.modules and _memory_maps() > MAX_MAPS_KEPT:
+        import gc
+
+        import jax
+
+        jax.clear_caches()
+        gc.collect()
