@@ -91,8 +91,8 @@ def make_toy_env(tmp_path_factory):
 
 #: Memory maps (of ``vm.max_map_count``, 65,530 by default) past which a test worker drops
 #: JAX's compiled programs between modules. Each compiled gradient program holds thousands
-#: of maps, and a worker that runs many modules would otherwise reach the limit, where
-#: LLVM's and XLA's allocations fail and abort the worker (docs/performance.md, "Memory maps").
+#: of maps, and a worker that runs many modules would otherwise approach the limit, where
+#: LLVM's allocations fail (docs/performance.md, "Memory maps").
 MAX_MAPS_KEPT = 30_000
 
 
