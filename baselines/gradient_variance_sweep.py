@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import time
 from pathlib import Path
 from typing import Callable, List, Optional, Sequence
@@ -14,6 +13,7 @@ from baselines.gradient_variance_csv import append_rows, done_blocks, read_rows
 from baselines.gradient_variance_gradients import Block, ModelRunner
 from baselines.gradient_variance_starts import Starts, starts_tag
 from baselines.gradient_variance_stats import horizon_stats
+from bcg_envs.compile_cache import memory_maps, release_compiled_programs
 from bcg_envs.gradients.cost import simulations_per_step
 
 
@@ -102,10 +102,10 @@ def sweep(
                 source, env_id, model, level, todo, starts, horizons, out_dir, reference_samples, resamples
             )
         if source is not None:
-            held = _memory_maps()
+            held = memory_maps()
             del source
-            _release_programs()
-            print(f"{model.label}: {held} memory maps held by its programs, {_memory_maps()} after release", flush=True)
+            release_compiled_programs()
+            print(f"{model.label}: {held} memory maps held by its programs, {memory_maps()} after release", flush=True)
     return new_rows
 
 
@@ -180,24 +180,3 @@ def _print_block(rows: List[dict], seconds: float) -> None:
             f"bundled={r['bundled_fraction']:.2f} nonfinite={r['nonfinite']}",
             flush=True,
         )
-
-
-def _memory_maps() -> Optional[int]:
-    """How many memory maps this process holds (Linux; None elsewhere)."""
-    try:
-        with open("/proc/self/maps") as f:
-            return sum(1 for _ in f)
-    except OSError:
-        return None
-
-
-def _release_programs() -> None:
-    """Drop one contact model's envs and compiled programs before the next. XLA's CPU
-    code lives in memory maps; a PlanarHand sweep that held fifteen programs at once
-    reached Linux's default ``vm.max_map_count`` and LLVM failed with 'Cannot allocate
-    memory'."""
-    import jax
-
-    gc.collect()
-    jax.clear_caches()
-    gc.collect()

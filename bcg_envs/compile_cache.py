@@ -42,3 +42,26 @@ def enable_default_compile_cache() -> Optional[Path]:
     jax.config.update("jax_compilation_cache_dir", str(path))
     jax.config.update("jax_compilation_cache_max_size", MAX_SIZE)
     return path
+
+
+def memory_maps() -> Optional[int]:
+    """How many memory maps this process holds (Linux; None elsewhere). XLA's CPU code
+    lives in memory maps, thousands per compiled gradient program, and LLVM fails with
+    "Cannot allocate memory" at Linux's ``vm.max_map_count`` (65,530 by default)."""
+    try:
+        with open("/proc/self/maps", "rb") as maps:
+            return sum(1 for _ in maps)
+    except OSError:
+        return None
+
+
+def release_compiled_programs() -> None:
+    """Drop JAX's compiled programs that nothing references any more (and their memory
+    maps); later calls compile or load them again."""
+    import gc
+
+    import jax
+
+    gc.collect()
+    jax.clear_caches()
+    gc.collect()

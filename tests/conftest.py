@@ -96,26 +96,15 @@ def make_toy_env(tmp_path_factory):
 MAX_MAPS_KEPT = 30_000
 
 
-def _memory_maps() -> int:
-    """This process's memory maps (0 where /proc is unavailable)."""
-    try:
-        with open("/proc/self/maps", "rb") as maps:
-            return sum(1 for _ in maps)
-    except OSError:
-        return 0
-
-
 @pytest.fixture(autouse=True, scope="module")
-def release_compiled_programs():
+def release_compiled_programs_between_modules():
     """After each test module, drop JAX's compiled programs if this process holds more than
     ``MAX_MAPS_KEPT`` memory maps (later modules compile or load theirs again)."""
     yield
     import sys
 
-    if "jax" in sys.modules and _memory_maps() > MAX_MAPS_KEPT:
-        import gc
+    if "jax" in sys.modules:
+        from bcg_envs.compile_cache import memory_maps, release_compiled_programs
 
-        import jax
-
-        jax.clear_caches()
-        gc.collect()
+        if (memory_maps() or 0) > MAX_MAPS_KEPT:
+            release_compiled_programs()

@@ -38,3 +38,18 @@ def test_max_size_is_set_with_the_default_cache(tmp_path):
     from bcg_envs.compile_cache import MAX_SIZE
 
     assert int(_config_after_import(tmp_path, "jax_compilation_cache_max_size")) == MAX_SIZE
+
+
+def test_release_compiled_programs_drops_jit_caches_and_maps_are_counted():
+    import jax
+    import jax.numpy as jnp
+
+    from bcg_envs.compile_cache import memory_maps, release_compiled_programs
+
+    held = memory_maps()
+    assert held is None or held > 0
+    f = jax.jit(lambda x: x * 2.0)
+    f(jnp.ones(3))
+    assert f._cache_size() == 1
+    release_compiled_programs()
+    assert f._cache_size() == 0
