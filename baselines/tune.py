@@ -15,7 +15,9 @@ trains once with the protocol of ``baselines.compare`` (same evaluation episodes
 deterministic policy). A setting is scored by its final success rate, ties broken by the
 mean return of its last two evaluations. Runs go to ``<out>/<algo>/<setting>_seed<s>.csv``
 and resume like the comparison's (finished settings are skipped); ``<out>/tuning.md`` lists
-every setting's score and marks the best per algorithm. The finals take the winners mechanically: ``--write-finals DIR`` trains nothing and
+every setting's score and marks the best per algorithm. A setting is claimed by the
+process training it (a lock file beside its checkpoints), so the same command started on
+several cores splits a grid between them: each skips the settings another one holds. The finals take the winners mechanically: ``--write-finals DIR`` trains nothing and
 writes ``DIR/<env>.<algo>.json`` per algorithm whose grid is complete (every setting at
 the budget): the base config with the winning setting applied and a note naming it, its
 score and the runner-up's (``finals_configs``).
@@ -28,10 +30,16 @@ score and the runner-up's (``finals_configs``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, Iterator, List, Optional, Tuple
+
+try:
+    import fcntl
+except ImportError:  # not POSIX: no claims, one process per grid
+    fcntl = None
 
 import numpy as np
 
@@ -79,6 +87,27 @@ def grid_of(grids: Dict[str, object], algo: str, grids_path: Path) -> object:
     return grid
 
 
+@contextlib.contextmanager
+def claimed(lock_path: Path) -> Iterator[bool]:
+    """Hold an exclusive lock on ``lock_path`` for the block: yields True, or False at once
+    when another process holds it. The operating system releases it when the holder exits,
+    so a killed run leaves no stale claim."""
+    if fcntl is None:
+        yield True
+        return
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def tune(
     env_id: str,
     algos: List[str],
@@ -108,11 +137,17 @@ def tune(
         path = out_dir / algo / f"{setting_name(setting)}_seed{seed}.csv"
         if run_csv.is_complete(path, steps):
             continue
-        print(f"[{env_id}] tune {algo} {setting_name(setting)} seed {seed}: {steps:,} env steps", flush=True)
-        checkpoints = out_dir / "checkpoints" / algo / f"{setting_name(setting)}_seed{seed}"
-        runners.RUNNERS[algo](
-            env_id, steps, seed, cfg, evals, protocol.Recorder(env_id, path, protocol.env_kwargs_of(cfg)), checkpoints
-        )
+        name = f"{setting_name(setting)}_seed{seed}"
+        checkpoints = out_dir / "checkpoints" / algo / name
+        with claimed(checkpoints.parent / f"{name}.lock") as mine:
+            if not mine:
+                print(f"[{env_id}] tune {algo} {name}: another process is training it, skipped", flush=True)
+                continue
+            if run_csv.is_complete(path, steps):  # finished while this process waited for the claim
+                continue
+            print(f"[{env_id}] tune {algo} {setting_name(setting)} seed {seed}: {steps:,} env steps", flush=True)
+            recorder = protocol.Recorder(env_id, path, protocol.env_kwargs_of(cfg))
+            runners.RUNNERS[algo](env_id, steps, seed, cfg, evals, recorder, checkpoints)
     table = tuning_table(out_dir, plans, seed)
     (out_dir / "tuning.md").write_text(table + "\n")
     print(table)

@@ -179,3 +179,30 @@ def test_declared_finals_cover_every_tuned_learner_and_fit_their_budgets():
         base = protocol.load_config(env_id)
         for algo in finals["learners"]:
             protocol.check_budgets(base, [algo], budget["steps"], budget["evals"])
+
+
+def test_a_setting_another_process_trains_is_skipped_and_the_rest_are_trained(tmp_path, monkeypatch):
+    """Two processes running one grid split it: a setting whose claim is held elsewhere is
+    skipped, the others train; a claim is free again once its holder lets go."""
+    grids = tmp_path / "grids.json"
+    grids.write_text(json.dumps({"shac_exact": [{"actor_lr": 0.001}, {"actor_lr": 0.002}]}))
+    out = tmp_path / "grid"
+    trained = []
+
+    def fake_runner(env_id, steps, seed, cfg, evals, recorder, checkpoints):
+        trained.append(cfg["shac"]["actor_lr"])
+        row = dict(env_steps=steps, sim_steps=steps, wall_clock=1.0, eval_return=1.0, eval_success=0.5)
+        run_csv.write_csv(
+            out / "shac_exact" / f"{checkpoints.name}.csv", [dict(row, eval_length=200, eval_episodes=64)]
+        )
+
+    monkeypatch.setitem(runners.RUNNERS, "shac_exact", fake_runner)
+    lock = out / "checkpoints" / "shac_exact" / "actor_lr=0.001_seed0.lock"
+    with tune.claimed(lock) as held:
+        assert held
+        with tune.claimed(lock) as again:
+            assert not again  # the same file claimed twice: refused at once
+        tune.tune("BoxPush-v0", ["shac_exact"], 256, 0, out, evals=1, grids_path=grids)
+    assert trained == [0.002]
+    tune.tune("BoxPush-v0", ["shac_exact"], 256, 0, out, evals=1, grids_path=grids)
+    assert trained == [0.002, 0.001]  # released: trained now; the finished one is skipped

@@ -1,5 +1,7 @@
 """The batched ``bcg`` rule: bundles only for triggered envs, same Jacobians as per env."""
 
+import os
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -7,6 +9,7 @@ import pytest
 
 import bcg_envs
 from bcg_envs.gradients.differentiable_step import bcg_chunk
+from tests.fresh_process import fresh_stdout
 
 
 @pytest.fixture(scope="module")
@@ -308,3 +311,49 @@ def test_every_estimator_vjp_equals_transposed_jacobians(env_id, estimator):
     got = _step_vjp(env, estimator, batched=True)(data, actions, key, window, g)
     for i in range(n):
         _assert_close(_row(got, i), _transposed(env, A[i], B[i], data.qpos[i], nxt.qpos[i], _row(g, i)))
+
+
+#: The unbatched bcg VJP at a strike, run in a process that may use one CPU (set before JAX
+#: is imported, as ``taskset -c 0`` or a one-core cluster job would), against the batched
+#: rule on a batch of two. Prints whether the step bundled and the largest relative
+#: difference of the four cotangents.
+_ONE_CPU_VJP = """
+    import os
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+    import jax, jax.numpy as jnp, numpy as np
+    import bcg_envs
+    env = bcg_envs.make_jax("BoxPush-v0", estimator="bcg", bundle=bcg_envs.BundleConfig(horizon=1))
+    stepper = env.stepper()
+    data = env.reset(jax.random.PRNGKey(0)).data
+    q, v = data.qpos, data.qvel
+    u = (q[2:4] - q[0:2]) / jnp.linalg.norm(q[2:4] - q[0:2])
+    data = data.replace(qpos=q.at[0:2].set(q[2:4] - 0.065 * u), qvel=v.at[0:2].set(1.5 * u))
+    key, window = jax.random.PRNGKey(3), jnp.int32(0)
+    g = (jnp.ones_like(data.qpos), jnp.ones_like(data.qvel), jnp.ones_like(data.act))
+
+    def vjp(data, action, window, g):
+        def out(qpos, qvel, act, a):
+            nxt = stepper(data.replace(qpos=qpos, qvel=qvel, act=act), a, key, window).data
+            return nxt.qpos, nxt.qvel, nxt.act
+        return jax.vjp(out, data.qpos, data.qvel, data.act, action)[1](g)
+
+    bundled = jax.jit(lambda d: stepper(d, jnp.zeros(2), key, window).bundled)(data)
+    single = jax.jit(vjp)(data, jnp.zeros(2), window, g)
+    two = jax.tree.map(lambda x: jnp.stack([x, x]), (data, jnp.zeros(2), window, g))
+    batched = jax.jit(jax.vmap(vjp))(*two)
+    errs = [np.linalg.norm(np.asarray(a) - np.asarray(b[0])) / max(np.linalg.norm(np.asarray(b[0])), 1e-6)
+            for a, b in zip(single, batched)]
+    print(bool(bundled), max(errs))
+"""
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs Linux CPU affinity")
+def test_unbatched_bcg_vjp_runs_in_a_process_restricted_to_one_cpu(tmp_path):
+    """Where JAX sees one CPU, XLA runs its StableHLO-to-HLO passes on one thread; on the
+    ``lax.cond`` form of this program they dropped the typed-FFI attributes of every LAPACK
+    call, and running it failed ("untyped custom call to lapack_spotrf_ffi"). The rule
+    now runs unbatched as its batched form on a batch of one, which converts whole."""
+    bundled, worst = fresh_stdout(_ONE_CPU_VJP, tmp_path, 900).split()[-2:]
+    assert bundled == "True"  # the strike triggers bcg: the bundle path ran
+    assert float(worst) <= RTOL
