@@ -35,7 +35,8 @@ its Wilson interval), ``seed_success:DIR:ALGO`` and ``seed_return:DIR:ALGO`` (se
 with its bootstrap interval), ``per_seed_success:DIR:ALGO``, ``per_seed_return:DIR:ALGO``,
 ``apart:DIR:METRIC:ALGO:ALGO`` (whether the two seed-level intervals are disjoint),
 ``ahead:DIR:METRIC:ALGO:ALGO`` (the claim that the first is ahead: refused unless its
-seed-level interval lies entirely above the second's),
+seed-level interval lies entirely above the second's; in both, ``ALGO@DIR2`` takes a
+learner's seeds from comparison DIR2, e.g. one run at another learner's setting),
 ``rliable:DIR`` (IQM and probability of improvement), ``gap:DIR`` (PPO's env steps and
 wall-clock to a success level over SHAC's, with bootstrap intervals), ``simulators:DIR`` (final scores in
 the protocol's simulator and in each learner's own),
@@ -255,8 +256,15 @@ class Page:
         return HEADER + re.sub(r"\{\{([^{}]+)\}\}", replace, prose).rstrip("\n") + "\n"
 
     def _pair(self, key: str, metric: str, a: str, b: str) -> Tuple[List[float], List[float], str]:
+        """Both learners' final values of ``metric`` per seed, and the text naming them; a
+        learner written ``ALGO@DIR`` is taken from comparison ``DIR`` instead of ``key``."""
         column = {"success": "eval_success", "return": "eval_return"}[metric]
-        va, vb = final_values(self.seeds(key, a), column), final_values(self.seeds(key, b), column)
+
+        def values(algo: str) -> List[float]:
+            name, _, elsewhere = algo.partition("@")
+            return final_values(self.seeds(elsewhere or key, name), column)
+
+        va, vb = values(a), values(b)
         percent = metric == "success"
         return va, vb, f"{a} {seed_text(va, percent)} vs {b} {seed_text(vb, percent)}"
 

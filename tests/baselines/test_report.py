@@ -10,6 +10,7 @@ import difflib
 import pytest
 
 from baselines import comparisons, final_scores, protocol, report, run_csv, summary
+from baselines.seed_stats import final_values, seed_text
 
 
 def test_results_page_is_fresh():
@@ -43,6 +44,20 @@ def test_a_false_claim_stops_the_page():
         page.render("{{ahead:BoxPush-v0/long:success:sb3_ppo:shac_exact}}")
     with pytest.raises(ValueError, match="unknown placeholder"):
         page.render("{{nonsense:BoxPush-v0/long}}")
+
+
+def test_a_learner_can_be_compared_with_one_from_another_comparison():
+    """``ALGO@DIR`` takes that learner's seeds from comparison DIR: here SHAC exact's 4M
+    runs against its own 2M runs, each cut at its own command's budget."""
+    page = report.Page()
+    text = page.render("{{apart:BoxPush-v0/long:success:shac_exact:shac_exact@BoxPush-v0/long_4m}}")
+    long, long_4m = (
+        final_values(page.seeds(key, "shac_exact"), "eval_success") for key in ("BoxPush-v0/long", "BoxPush-v0/long_4m")
+    )
+    assert f"shac_exact@BoxPush-v0/long_4m {seed_text(long_4m, True)}" in text
+    assert f"(shac_exact {seed_text(long, True)} vs" in text
+    with pytest.raises(KeyError, match="no runs of 'nobody'"):
+        page.render("{{apart:BoxPush-v0/long:success:shac_exact:nobody@BoxPush-v0/long_4m}}")
 
 
 def test_curves_keep_one_colour_per_algorithm_and_a_legend_per_panel(tmp_path, monkeypatch):
