@@ -664,22 +664,15 @@ def bcg_chunk(num_envs: int) -> int:
 def triggered_bundle(exact_fn: Callable, bundle_fn: Callable) -> Callable:
     """``fn(trigger, *args)``: ``bundle_fn(*args)`` where ``trigger``, else ``exact_fn(*args)``.
 
-    Its ``vmap`` rule avoids what a plain ``vmap`` of a ``lax.cond`` would do (evaluate
+    Its ``vmap`` rule avoids what a plain ``vmap`` of the ``lax.cond`` would do (evaluate
     the bundle for every env at every step): every env gets ``exact_fn``, and the
     triggered envs ``bundle_fn``, ``bcg_chunk(batch)`` envs per pass (at most eight passes
     when every env triggered). One bundle program of one batch size keeps the compile
-    small. Unbatched, it runs the same rule on a batch of one (``exact_fn`` is then also
-    evaluated on a triggered step, about 1/B of the bundle's cost). Why not a ``lax.cond``:
-    in a process that may use one CPU, XLA's conversion of the ``lax.cond`` form of the bcg
-    VJP dropped the typed-FFI attributes of its LAPACK calls, and the program failed to run
-    ("untyped custom call to lapack_spotrf_ffi"); the batched form converts whole. Used
-    for the Jacobians of ``grad_step`` and the VJPs of the backward pass.
+    small. Used for the Jacobians of ``grad_step`` and the VJPs of the backward pass.
     """
 
     def single(trigger, *args):
-        unbatched = [jax.tree.map(lambda _: False, a) for a in (trigger,) + args]
-        out, _ = batched(1, unbatched, trigger, *args)
-        return jax.tree.map(lambda x: x[0], out)
+        return jax.lax.cond(trigger, lambda: bundle_fn(*args), lambda: exact_fn(*args))
 
     fn = jax.custom_batching.custom_vmap(single)
 

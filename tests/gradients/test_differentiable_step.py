@@ -9,7 +9,7 @@ import pytest
 
 import bcg_envs
 from bcg_envs.gradients.differentiable_step import bcg_chunk
-from tests.fresh_process import fresh_stdout
+from tests.fresh_process import run_fresh
 
 
 @pytest.fixture(scope="module")
@@ -347,13 +347,29 @@ _ONE_CPU_VJP = """
 """
 
 
+class UntypedLapackCall(RuntimeError):
+    """The known failure: a LAPACK call compiled as an untyped custom call."""
+
+
 @pytest.mark.integration
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs Linux CPU affinity")
+@pytest.mark.xfail(
+    strict=True,
+    raises=UntypedLapackCall,
+    reason="known XLA bug (jaxlib 0.10.2): with JAX imported in a one-CPU process, XLA's "
+    "StableHLO-to-HLO passes run on one thread and drop the typed-FFI attributes of this "
+    "program's LAPACK calls; see docs/performance.md, 'Processes restricted to one CPU'",
+)
 def test_unbatched_bcg_vjp_runs_in_a_process_restricted_to_one_cpu(tmp_path):
-    """Where JAX sees one CPU, XLA runs its StableHLO-to-HLO passes on one thread; on the
-    ``lax.cond`` form of this program they dropped the typed-FFI attributes of every LAPACK
-    call, and running it failed ("untyped custom call to lapack_spotrf_ffi"). The rule
-    now runs unbatched as its batched form on a batch of one, which converts whole."""
-    bundled, worst = fresh_stdout(_ONE_CPU_VJP, tmp_path, 900).split()[-2:]
+    """The unbatched (``lax.cond``) bcg VJP in a process that may use one CPU fails to run
+    ("untyped custom call to lapack_spotrf_ffi"). Strict, and only for that error: any other
+    failure fails the test, and an upgrade that fixes the conversion makes it fail too, so
+    that the known issue and this marker are removed together."""
+    # No compile cache: a program compiled elsewhere would skip the conversion under test.
+    out = run_fresh(_ONE_CPU_VJP, tmp_path, 900, env={"BCG_ENVS_COMPILE_CACHE": "0"})
+    if out.returncode != 0 and "untyped custom call to lapack" in out.stderr:
+        raise UntypedLapackCall(out.stderr[-500:])
+    assert out.returncode == 0, out.stderr[-3000:]
+    bundled, worst = out.stdout.split()[-2:]
     assert bundled == "True"  # the strike triggers bcg: the bundle path ran
     assert float(worst) <= RTOL
