@@ -17,10 +17,12 @@ mean return of its last two evaluations. Runs go to ``<out>/<algo>/<setting>_see
 and resume like the comparison's (finished settings are skipped); ``<out>/tuning.md`` lists
 every setting's score and marks the best per algorithm. A setting is claimed by the
 process training it (a lock file beside its checkpoints), so the same command started on
-several cores splits a grid between them: each skips the settings another one holds. The finals take the winners mechanically: ``--write-finals DIR`` trains nothing and
-writes ``DIR/<env>.<algo>.json`` per algorithm whose grid is complete (every setting at
-the budget): the base config with the winning setting applied and a note naming it, its
-score and the runner-up's (``finals_configs``).
+several cores splits a grid between them: each skips the settings another one holds.
+
+The finals take the winners mechanically: ``--write-finals DIR`` trains nothing and writes
+``DIR/<env>.<algo>.json`` per algorithm whose grid is complete (every setting at the
+budget): the base config with the winning setting applied and a note naming it, its score
+and the runner-up's (``finals_configs``).
 
     python -m baselines.tune --env BoxPush-v0 --grids baselines/configs/tuning/equal_effort.json \
         --algos sb3_ppo shac_exact --out baselines/results/BoxPush-v0/grid \
