@@ -316,6 +316,12 @@ COMMANDS = {
     "contact_events": "python -m baselines.contact_events",
     "contact_events_penalty": "for kappa in 50 100 300 500; do\n  python -m baselines.contact_events --env PlanarHand-v0 "
     "BoxPush-v0 --contact-model penalty --kappa $kappa\ndone",
+    "contact_events_moreau": (
+        "python -m baselines.contact_events --env BoxPush-v0 PlanarHand-v0 G1Jump-v0 --contact-model moreau --kappa 300\n"
+        "python -m baselines.contact_events --env G1Jump-v0 --contact-model moreau --kappa 300 \\\n"
+        "    --policy assets/policies/G1Jump-v0.shac_exact.npz\n"
+        "python -m baselines.contact_events --env G1Jump-v0 --contact-model moreau --kappa 50"
+    ),
     "friction": "python -m baselines.friction_switches",
     "gradient:BoxPush-v0": _sweeps(
         "BoxPush-v0",

@@ -61,6 +61,7 @@ STEP_INFO: Dict[str, Tuple[Any, Any]] = {
     "truncated": (np.bool_, False),
     "max_contact_force": (np.float32, 0.0),
     "max_contact_rise": (np.float32, 0.0),
+    "max_point_force": (np.float32, 0.0),
     "bundle_dropped": (np.int32, 0),
     "bundle_alpha": (np.float32, 1.0),
     "is_success": (np.bool_, False),
@@ -498,6 +499,7 @@ class MjxEnv(abc.ABC):
             sim_diverged=diverged,
             max_contact_force=jnp.max(result.contact_force, initial=0.0),
             max_contact_rise=jnp.max(result.contact_rise, initial=0.0),
+            max_point_force=jnp.max(result.point_force, initial=0.0),
             # branches dropped by a branch rollout; grad_step overwrites it and bundle_alpha
             bundle_dropped=jnp.asarray(result.stats.get("bundle_dropped", 0), jnp.int32),
             bundle_alpha=jnp.ones((), jnp.float32),

@@ -72,6 +72,7 @@ class StepResult(NamedTuple):
     data: mjx.Data
     contact_force: jnp.ndarray  # (ncon,) per slot, its contact event's largest force over the substeps, N
     contact_rise: jnp.ndarray  # (ncon,) that force minus the event's force at the step's start, N
+    point_force: jnp.ndarray  # (ncon,) per slot, its own largest normal force over the substeps, N
     bundled: jnp.ndarray  # bool: the estimator bundled at this step
     bundle_window: jnp.ndarray  # int: steps the triggered bcg bundle stays active
     stats: Dict[str, jnp.ndarray]
@@ -602,6 +603,7 @@ class DifferentiableStep:
             data=refresh(self.physics, next_data),
             contact_force=contact.force,
             contact_rise=contact.rise,
+            point_force=contact.point_force,
             bundled=trigger,
             bundle_window=next_window,
             stats=stats,
@@ -648,6 +650,7 @@ class DifferentiableStep:
             data=next_data,
             contact_force=contact.force,
             contact_rise=contact.rise,
+            point_force=contact.point_force,
             bundled=trigger,
             bundle_window=next_window,
             stats=stats,

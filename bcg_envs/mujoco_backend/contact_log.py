@@ -18,10 +18,11 @@ class ContactLog:
     Per contact, the largest normal force over the substeps (MuJoCo's ``mj_contactForce``)
     with its point and geoms (keyed by geom pair and rank within the pair; MJX keys them
     by collision slot); per contact event (a pair of bodies, all their contacts summed),
-    the largest force over the substeps and the force at the step's start (``start``).
+    the largest force over the substeps and the force at the step's start (``start``);
+    ``max_point_force``, the largest single contact's force over the substeps.
     """
 
-    __slots__ = ("best", "_buf", "events", "_start", "_points", "_body")
+    __slots__ = ("best", "_buf", "events", "_start", "_points", "_body", "max_point_force")
 
     def __init__(self, points: bool = True, body: Optional[Sequence[int]] = None, buf: Optional[np.ndarray] = None):
         """``points=False`` skips ``best`` (the contact points that only the bundle samplers
@@ -33,6 +34,7 @@ class ContactLog:
         self._start: Dict[tuple, float] = {}
         self._points = points
         self._body = body
+        self.max_point_force = 0.0
 
     def _forces(self, m: mujoco.MjModel, d: mujoco.MjData):
         """(contact index, normal force, geom pair, body pair) of every active contact."""
@@ -77,6 +79,7 @@ class ContactLog:
                     self.best[key] = [force, pos[i].copy(), pair, bodies]
         for bodies, total in self._sums(forces).items():
             self.events[bodies] = max(self.events.get(bodies, 0.0), total)
+        self.max_point_force = max([self.max_point_force, *(force for _, force, _, _ in forces)])
 
     @property
     def max_force(self) -> float:

@@ -325,8 +325,9 @@ class EnvCore:
         if log.events:
             info["max_contact_force"] = float(np.float32(log.max_force))
             info["max_contact_rise"] = float(np.float32(log.max_rise))
-        else:  # both are 0.0 without contact events
-            info["max_contact_force"] = info["max_contact_rise"] = 0.0
+            info["max_point_force"] = float(np.float32(log.max_point_force))
+        else:  # all are 0.0 without contact events
+            info["max_contact_force"] = info["max_contact_rise"] = info["max_point_force"] = 0.0
         info["bundle_dropped"], info["bundle_alpha"] = 0, 1.0  # grad_step overwrites them
         return prev
 
@@ -528,8 +529,9 @@ class EnvCore:
         if events:
             info["max_contact_force"] = float(np.float32(log.max_force))
             info["max_contact_rise"] = float(np.float32(log.max_rise))
-        else:  # both are 0.0 without contact events
-            info["max_contact_force"] = info["max_contact_rise"] = 0.0
+            info["max_point_force"] = float(np.float32(log.max_point_force))
+        else:  # all are 0.0 without contact events
+            info["max_contact_force"] = info["max_contact_rise"] = info["max_point_force"] = 0.0
         info["bundle_dropped"], info["bundle_alpha"] = 0, 1.0
         floats, ints = pack(prev, clipped, data, info)
         # array("f") rounds as NumPy's float32 cast does (inf beyond the range, no error).

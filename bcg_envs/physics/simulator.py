@@ -294,13 +294,15 @@ class ContactReport(NamedTuple):
 
     A contact *event* is a pair of bodies: the normal forces of all slots between the
     same two bodies are summed (a G1 foot's four spheres on the floor are one event), and
-    every slot reports its event's force.
+    every slot reports its event's force. ``point_force`` keeps each slot's own force (the
+    quantity the BCG paper thresholds).
     """
 
     force: jnp.ndarray  # (ncon,) largest event force over the substeps, N
     points: jnp.ndarray  # (ncon, 3) the slot's contact point at its largest own force
     geoms: jnp.ndarray  # (ncon, 2) the slot's geoms then (-1: never active)
     rise: jnp.ndarray  # (ncon,) largest event force minus the event force at the step's start, N
+    point_force: jnp.ndarray  # (ncon,) the slot's own largest normal force over the substeps, N
 
 
 def event_forces(physics: Physics, data: mjx.Data, force: jnp.ndarray) -> jnp.ndarray:
@@ -324,8 +326,8 @@ def _argmax_update(best_force, best_pos, best_geom, force, pos, geom):
 def control_step_with_contacts(physics: Physics, data: mjx.Data, ctrl: jnp.ndarray) -> Tuple[mjx.Data, ContactReport]:
     """``Physics.control_step`` that also reports its contacts (``ContactReport``): per
     slot, the largest event force over the substeps, its rise within the step (from the
-    last substep of the previous step, held in ``data``), and the contact point and geoms
-    at the substep of the slot's largest own force."""
+    last substep of the previous step, held in ``data``), the slot's own largest force, and
+    the contact point and geoms at the substep of that force."""
     data = data.replace(ctrl=ctrl)
     ncon = physics.ncon
     start = event_forces(physics, data, physics.contact_normal_forces(data)) if ncon else jnp.zeros(0)
@@ -346,8 +348,8 @@ def control_step_with_contacts(physics: Physics, data: mjx.Data, ctrl: jnp.ndarr
         event = jnp.maximum(event, event_forces(physics, d, force)) if ncon else event
         return (d, (own, pos, geom, event)), None
 
-    (data, (_, pos, geom, event)), _ = jax.lax.scan(substep, (data, init), None, length=physics.n_substeps)
-    return data, ContactReport(event, pos, geom, event - start.astype(event.dtype))
+    (data, (own, pos, geom, event)), _ = jax.lax.scan(substep, (data, init), None, length=physics.n_substeps)
+    return data, ContactReport(event, pos, geom, event - start.astype(event.dtype), own)
 
 
 def refresh(physics: Physics, data: mjx.Data) -> mjx.Data:

@@ -31,6 +31,7 @@ BOOKKEEPING = {
     "sim_diverged",
     "truncated",
     "max_contact_force",
+    "max_point_force",
     "bundle_dropped",
     "bundle_alpha",
     "is_success",

@@ -49,7 +49,8 @@ def test_per_step_agreement_with_mjx(name):
     within the step (contact on/off, dry-friction stick/slip: the dynamics jump there, and
     MJX and C resolve slow dry-friction sliding differently: C's box yaw chatters where
     MJX sticks), one control step agrees to ``STEP_TOL`` on every observation and the
-    reward, contact steps included; so do the contact forces (1e-2 relative)."""
+    reward, contact steps included; so do the contact forces, events' and single contacts'
+    (1e-2 relative)."""
     c = gym.make(f"bcg_envs/{name}", backend="mujoco")
     m = gym.make(f"bcg_envs/{name}")  # the MJX env (its jitted step is shared with tests/envs)
     u = c.unwrapped
@@ -73,9 +74,9 @@ def test_per_step_agreement_with_mjx(name):
             break
         if len(set(pattern)) > 1:
             continue  # a regime switch inside the step
-        worst_force = max(
-            worst_force, abs(info["max_contact_force"] - im["max_contact_force"]) / max(im["max_contact_force"], 1.0)
-        )
+        for key in ("max_contact_force", "max_point_force"):  # an event's summed force, a contact's own
+            worst_force = max(worst_force, abs(info[key] - im[key]) / max(im[key], 1.0))
+        assert info["max_point_force"] <= info["max_contact_force"] + 1e-9, t
         worst = max(worst, float(np.max(np.abs(obs - om))))
         tol = STEP_TOL[name]
         np.testing.assert_allclose(obs, om, atol=tol, rtol=tol, err_msg=f"step {t}")
@@ -84,7 +85,7 @@ def test_per_step_agreement_with_mjx(name):
         contact_steps += bool(pattern[0][0])
     print(
         f"{name}: {checked} steps checked ({contact_steps} in contact), worst obs difference {worst:.2e}, "
-        f"worst relative max_contact_force difference {worst_force:.2e}"
+        f"worst relative contact force difference {worst_force:.2e}"
     )
     # G1 starts at a random clip frame and replays the reference open loop (action 0),
     # which the tracking-error limit can end after ~30 steps.

@@ -31,6 +31,9 @@ def test_resting_box_is_one_event_carrying_its_weight_with_no_rise(box):
     force = np.asarray(report.force)[active]
     assert force == pytest.approx(WEIGHT, rel=0.03)  # ... every one reports the event: the weight
     assert np.abs(np.asarray(report.rise)).max() < 0.05 * WEIGHT
+    own = np.asarray(report.point_force)
+    assert (own[~active] == 0).all() and (own[active] > 0).all()  # each corner carries a share ...
+    assert own[active].max() < force.max() and own[active].sum() == pytest.approx(WEIGHT, rel=0.1)  # ... of it
 
 
 @pytest.mark.integration  # ~90 s: two compiles of a stepped box; the default tier keeps the event tests
