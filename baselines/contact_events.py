@@ -25,8 +25,8 @@ The env checks both arguments. Steps with contact are grouped by what happens ph
 
 For each group it prints quantiles of the force, the rise and the single-contact force and
 the fraction of steps each trigger (``BundleConfig.trigger``) bundles at the task's default
-threshold, and the fraction a single-contact trigger (the paper's) would bundle, and appends
-the rows to ``baselines/results/contact_events.csv``.
+threshold (``bundled_point``: ``trigger="point"``, the paper's), and appends the rows to
+``baselines/results/contact_events.csv``.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ CONTACT_N = 0.05
 TASKS = ("BoxPush-v0", "PlanarHand-v0", "G1Squat-v0", "G1Jump-v0", "G1Kick-v0")
 #: The measured (numeric) columns of a row: event-force, rise and single-contact-force
 #: quantiles (N), the threshold (N) and the fractions each trigger bundles (``point``: a
-#: single contact's force above the threshold, the paper's trigger). Rows written before the
+#: single contact's force above the threshold, ``trigger="point"``). Rows written before the
 #: single-contact columns existed leave them blank.
 MEASURED = (
     "force_p50",

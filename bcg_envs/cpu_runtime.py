@@ -1,5 +1,5 @@
-"""JAX's CPU runtime made safe for batched contact solves: one intra-op thread, and a
-watchdog that turns a hung wait into an error.
+"""JAX's CPU runtime made safe for batched contact solves: one intra-op thread, a watchdog
+that turns a hung wait into an error, and the one-CPU check of the bcg step.
 
 Why. XLA's CPU client runs batched LAPACK kernels (the vmapped Cholesky and triangular
 solves of MJX's constraint solver) on its intra-op thread pool, and those kernels split
@@ -20,6 +20,9 @@ If JAX created its CPU client before ``import bcg_envs`` (a JAX computation ran 
 the pool cannot be changed any more; ``install()`` then warns, and ``wait_ready`` (used by
 the Gymnasium envs before reading results) raises ``SimulationHangError`` after
 ``BCG_ENVS_HANG_TIMEOUT`` seconds (default 600) instead of waiting forever.
+
+Also here: ``mlir_single_threaded``, which tells the bcg step to avoid a program form that
+XLA mis-converts when JAX was imported in a one-CPU process.
 """
 
 from __future__ import annotations
@@ -121,6 +124,21 @@ def install() -> bool:
     )
     _installed = True
     return True
+
+
+def mlir_single_threaded() -> bool:
+    """Whether JAX's MLIR thread pool has one thread: JAX was imported in a process that
+    could use one CPU (``taskset -c 0``, a one-core cluster job). XLA's conversion of some
+    programs to HLO then drops the typed-FFI attributes of their LAPACK calls (measured with
+    jaxlib 0.10.2; docs/performance.md, "Processes restricted to one CPU"). Where JAX does
+    not expose its pool, the CPUs the process may use now decide."""
+    try:
+        from jax._src.interpreters import mlir
+
+        return mlir.global_thread_pool.get_max_concurrency() <= 1
+    except (ImportError, AttributeError):
+        cpus = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
+        return len(cpus) <= 1
 
 
 def hang_timeout() -> float:

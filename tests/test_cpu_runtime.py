@@ -44,6 +44,24 @@ def test_import_gives_one_intra_op_thread_and_leaves_no_thread_pinned(tmp_path):
     assert auto_pinned == 0 and auto_eigen > 1  # the opt-out keeps XLA's own pool
 
 
+@pytest.mark.skipif(not LINUX_AFFINITY, reason="needs Linux thread affinity and at least two CPUs")
+def test_mlir_single_threaded_follows_the_cpus_seen_when_jax_is_imported(tmp_path):
+    """One CPU at ``import jax`` gives JAX a one-thread MLIR pool for the process's life;
+    restricting the CPUs after the import does not."""
+    probe = """
+        import os
+        first = min(os.sched_getaffinity(0))
+        if {pin_before}:
+            os.sched_setaffinity(0, {{first}})
+        import jax
+        os.sched_setaffinity(0, {{first}})
+        from bcg_envs.cpu_runtime import mlir_single_threaded
+        print(mlir_single_threaded())
+    """
+    assert fresh_stdout(probe.format(pin_before=True), tmp_path, 300).split()[-1] == "True"
+    assert fresh_stdout(probe.format(pin_before=False), tmp_path, 300).split()[-1] == "False"
+
+
 def test_import_after_a_jax_computation_warns_and_names_the_fix(tmp_path):
     out = fresh_stdout(
         """

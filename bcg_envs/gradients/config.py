@@ -9,7 +9,7 @@ from typing import Optional, Tuple, Union
 from bcg_envs.gradients.registry import Estimator, resolve
 
 #: When ``bcg`` bundles (``BundleConfig.trigger``).
-TRIGGERS = ("force", "onset")
+TRIGGERS = ("force", "onset", "point")
 #: What AoBG's bound gamma is (``BundleConfig.alpha_bound``).
 ALPHA_BOUNDS = ("relative", "absolute")
 #: Default ``BundleConfig.alpha_tolerance``: with the relative bound, the result stays
@@ -40,15 +40,19 @@ class BundleConfig:
       action_sigma: perturbation std of the normalized action (0.0: actions unperturbed).
         The zeroth-order fit needs every input perturbed; where this is 0 it uses
         ``state_sigma[0]`` for the actions.
-      force_threshold: contact-event force (N) of the ``bcg`` trigger; ``None`` takes the
+      force_threshold: force (N) of the ``bcg`` trigger; ``None`` takes the
         environment's default (calibrated per task, see its docstring). A contact event is
         a pair of bodies: the normal forces of all contact points between the two bodies
         are summed (a foot's four spheres on the floor are one event).
-      trigger: when ``bcg`` bundles. ``"force"`` (the paper): an event's force, the largest
-        over the step's physics substeps, exceeds ``force_threshold``. ``"onset"``: an
-        event's force rises by more than ``force_threshold`` within the step (from the
-        previous step's last substep to the largest of this step's), i.e. an impact or a
-        contact that becomes active, not a steady press. Dry friction (joint
+      trigger: when ``bcg`` bundles. ``"force"`` (the default): an event's force, the
+        largest over the step's physics substeps, exceeds ``force_threshold``. ``"point"``
+        (the paper's definition): one contact's force exceeds it; the event's contacts are
+        bundled together as with ``"force"``. The two agree where two bodies touch at one
+        point; the event sum does not depend on how many contact points the collider makes
+        between two bodies (a box face: one to four), the single force does.
+        ``"onset"``: an event's force rises by more than ``force_threshold`` within the
+        step (from the previous step's last substep to the largest of this step's), i.e. an
+        impact or a contact that becomes active, not a steady press. Dry friction (joint
         ``frictionloss``) changing between stick and slip is not a trigger: MJX's exact
         step Jacobian there stays at the smooth steps' value (measured by
         ``python -m baselines.friction_switches``; the large norms finite differences

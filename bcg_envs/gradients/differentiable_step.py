@@ -42,6 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 from mujoco import mjx
 
+from bcg_envs.cpu_runtime import mlir_single_threaded
 from bcg_envs.gradients import estimators
 from bcg_envs.gradients.config import BundleConfig, samples_for
 from bcg_envs.gradients.perturbations import (
@@ -72,7 +73,7 @@ class StepResult(NamedTuple):
     data: mjx.Data
     contact_force: jnp.ndarray  # (ncon,) per slot, its contact event's largest force over the substeps, N
     contact_rise: jnp.ndarray  # (ncon,) that force minus the event's force at the step's start, N
-    point_force: jnp.ndarray  # (ncon,) per slot, its own largest normal force over the substeps, N
+    point_force: jnp.ndarray  # (ncon,) per slot, the largest force of one of its event's contacts, N
     bundled: jnp.ndarray  # bool: the estimator bundled at this step
     bundle_window: jnp.ndarray  # int: steps the triggered bcg bundle stays active
     stats: Dict[str, jnp.ndarray]
@@ -256,8 +257,9 @@ class DifferentiableStep:
 
     def _pressing(self, contact: ContactReport) -> jnp.ndarray:
         """Per slot, whether its contact event fires the ``bcg`` trigger
-        (``BundleConfig.trigger``: the event's force or its rise within the step)."""
-        measure = contact.force if self.config.trigger == "force" else contact.rise
+        (``BundleConfig.trigger``: the event's force, its rise within the step, or the
+        force of one of its contacts)."""
+        measure = {"force": contact.force, "onset": contact.rise, "point": contact.point_force}[self.config.trigger]
         return measure > self.config.force_threshold
 
     def _trigger(self, contact, window):
@@ -672,9 +674,19 @@ def triggered_bundle(exact_fn: Callable, bundle_fn: Callable) -> Callable:
     triggered envs ``bundle_fn``, ``bcg_chunk(batch)`` envs per pass (at most eight passes
     when every env triggered). One bundle program of one batch size keeps the compile
     small. Used for the Jacobians of ``grad_step`` and the VJPs of the backward pass.
+
+    Unbatched it is a ``lax.cond``, except where JAX's MLIR thread pool has one thread (JAX
+    imported in a process that could use one CPU): there XLA mis-converts the ``lax.cond``
+    form of the bcg VJP, whose LAPACK calls then fail to run, so the unbatched call runs the
+    batched rule on a batch of one, which converts correctly and is about 4x slower
+    (docs/performance.md, "Processes restricted to one CPU").
     """
 
     def single(trigger, *args):
+        if mlir_single_threaded():
+            unbatched = [jax.tree.map(lambda _: False, a) for a in (trigger,) + args]
+            out, _ = batched(1, unbatched, trigger, *args)
+            return jax.tree.map(lambda x: x[0], out)
         return jax.lax.cond(trigger, lambda: bundle_fn(*args), lambda: exact_fn(*args))
 
     fn = jax.custom_batching.custom_vmap(single)

@@ -18,11 +18,11 @@ class ContactLog:
     Per contact, the largest normal force over the substeps (MuJoCo's ``mj_contactForce``)
     with its point and geoms (keyed by geom pair and rank within the pair; MJX keys them
     by collision slot); per contact event (a pair of bodies, all their contacts summed),
-    the largest force over the substeps and the force at the step's start (``start``);
-    ``max_point_force``, the largest single contact's force over the substeps.
+    the largest force over the substeps, the largest force of one of its contacts
+    (``point_events``) and the force at the step's start (``start``).
     """
 
-    __slots__ = ("best", "_buf", "events", "_start", "_points", "_body", "max_point_force")
+    __slots__ = ("best", "_buf", "events", "point_events", "_start", "_points", "_body")
 
     def __init__(self, points: bool = True, body: Optional[Sequence[int]] = None, buf: Optional[np.ndarray] = None):
         """``points=False`` skips ``best`` (the contact points that only the bundle samplers
@@ -32,9 +32,9 @@ class ContactLog:
         self._buf = np.zeros(6) if buf is None else buf
         self.events: Dict[tuple, float] = {}
         self._start: Dict[tuple, float] = {}
+        self.point_events: Dict[tuple, float] = {}
         self._points = points
         self._body = body
-        self.max_point_force = 0.0
 
     def _forces(self, m: mujoco.MjModel, d: mujoco.MjData):
         """(contact index, normal force, geom pair, body pair) of every active contact."""
@@ -77,14 +77,25 @@ class ContactLog:
                 old = self.best.get(key)
                 if old is None or force > old[0]:
                     self.best[key] = [force, pos[i].copy(), pair, bodies]
-        for bodies, total in self._sums(forces).items():
-            self.events[bodies] = max(self.events.get(bodies, 0.0), total)
-        self.max_point_force = max([self.max_point_force, *(force for _, force, _, _ in forces)])
+        sums: Dict[tuple, float] = {}
+        points = self.point_events
+        for _, force, _, bodies in forces:
+            sums[bodies] = sums.get(bodies, 0.0) + force
+            if force > points.get(bodies, 0.0):
+                points[bodies] = force
+        events = self.events
+        for bodies, total in sums.items():
+            events[bodies] = max(events.get(bodies, 0.0), total)
 
     @property
     def max_force(self) -> float:
         """Largest contact-event force of the step, N."""
         return max(self.events.values(), default=0.0)
+
+    @property
+    def max_point_force(self) -> float:
+        """Largest force of a single contact in the step, N."""
+        return max(self.point_events.values(), default=0.0)
 
     def rises(self) -> Dict[tuple, float]:
         """Per event, its largest force minus its force at the step's start, N."""
@@ -101,5 +112,8 @@ class ContactLog:
         """Body pairs whose event fires the ``bcg`` trigger (``BundleConfig.trigger``)."""
         if not self.events:
             return set()
-        measure = self.events if cfg.trigger == "force" else self.rises()
+        if cfg.trigger == "onset":
+            measure = self.rises()
+        else:
+            measure = self.events if cfg.trigger == "force" else self.point_events
         return {b for b, f in measure.items() if f > cfg.force_threshold}

@@ -294,24 +294,28 @@ class ContactReport(NamedTuple):
 
     A contact *event* is a pair of bodies: the normal forces of all slots between the
     same two bodies are summed (a G1 foot's four spheres on the floor are one event), and
-    every slot reports its event's force. ``point_force`` keeps each slot's own force (the
-    quantity the BCG paper thresholds).
+    every slot reports its event's force. ``point_force`` is the largest single contact's
+    force in the slot's event (the quantity the BCG paper thresholds).
     """
 
     force: jnp.ndarray  # (ncon,) largest event force over the substeps, N
     points: jnp.ndarray  # (ncon, 3) the slot's contact point at its largest own force
     geoms: jnp.ndarray  # (ncon, 2) the slot's geoms then (-1: never active)
     rise: jnp.ndarray  # (ncon,) largest event force minus the event force at the step's start, N
-    point_force: jnp.ndarray  # (ncon,) the slot's own largest normal force over the substeps, N
+    point_force: jnp.ndarray  # (ncon,) largest force of one of the event's contacts over the substeps, N
+
+
+def same_event(physics: Physics, data: mjx.Data) -> jnp.ndarray:
+    """(ncon, ncon) bool: slot j is active and between the same two bodies as slot i."""
+    geoms = physics.contact_geoms(data).astype(jnp.int32)
+    bodies = jnp.sort(jnp.asarray(physics.mj_model.geom_bodyid, jnp.int32)[jnp.maximum(geoms, 0)], axis=1)
+    return jnp.all(bodies[:, None, :] == bodies[None, :, :], axis=-1) & jnp.all(geoms >= 0, axis=1)[None, :]
 
 
 def event_forces(physics: Physics, data: mjx.Data, force: jnp.ndarray) -> jnp.ndarray:
     """Per slot, the summed normal force ``force`` of all slots between the same two
     bodies (the slot's contact event)."""
-    geoms = physics.contact_geoms(data).astype(jnp.int32)
-    bodies = jnp.sort(jnp.asarray(physics.mj_model.geom_bodyid, jnp.int32)[jnp.maximum(geoms, 0)], axis=1)
-    same = jnp.all(bodies[:, None, :] == bodies[None, :, :], axis=-1) & jnp.all(geoms >= 0, axis=1)[None, :]
-    return same.astype(force.dtype) @ force
+    return same_event(physics, data).astype(force.dtype) @ force
 
 
 def _argmax_update(best_force, best_pos, best_geom, force, pos, geom):
@@ -326,8 +330,9 @@ def _argmax_update(best_force, best_pos, best_geom, force, pos, geom):
 def control_step_with_contacts(physics: Physics, data: mjx.Data, ctrl: jnp.ndarray) -> Tuple[mjx.Data, ContactReport]:
     """``Physics.control_step`` that also reports its contacts (``ContactReport``): per
     slot, the largest event force over the substeps, its rise within the step (from the
-    last substep of the previous step, held in ``data``), the slot's own largest force, and
-    the contact point and geoms at the substep of that force."""
+    last substep of the previous step, held in ``data``), the largest single-contact force
+    of its event, and the contact point and geoms at the substep of the slot's own largest
+    force."""
     data = data.replace(ctrl=ctrl)
     ncon = physics.ncon
     start = event_forces(physics, data, physics.contact_normal_forces(data)) if ncon else jnp.zeros(0)
@@ -336,20 +341,24 @@ def control_step_with_contacts(physics: Physics, data: mjx.Data, ctrl: jnp.ndarr
         jnp.zeros((ncon, 3), data.qpos.dtype),
         jnp.full((ncon, 2), -1, jnp.int32),
         jnp.zeros(ncon, data.qpos.dtype),
+        jnp.zeros(ncon, data.qpos.dtype),
     )
 
     def substep(carry, _):
-        d, (own, pos, geom, event) = carry
+        d, (own, pos, geom, event, point) = carry
         d = physics.substep(d)
         force = physics.contact_normal_forces(d)
         own, pos, geom = _argmax_update(
             own, pos, geom, force, physics.contact_points(d), physics.contact_geoms(d).astype(jnp.int32)
         )
-        event = jnp.maximum(event, event_forces(physics, d, force)) if ncon else event
-        return (d, (own, pos, geom, event)), None
+        if ncon:
+            same = same_event(physics, d)
+            event = jnp.maximum(event, same.astype(force.dtype) @ force)
+            point = jnp.maximum(point, jnp.max(jnp.where(same, force[None, :], 0.0), axis=1))
+        return (d, (own, pos, geom, event, point)), None
 
-    (data, (own, pos, geom, event)), _ = jax.lax.scan(substep, (data, init), None, length=physics.n_substeps)
-    return data, ContactReport(event, pos, geom, event - start.astype(event.dtype), own)
+    (data, (_, pos, geom, event, point)), _ = jax.lax.scan(substep, (data, init), None, length=physics.n_substeps)
+    return data, ContactReport(event, pos, geom, event - start.astype(event.dtype), point)
 
 
 def refresh(physics: Physics, data: mjx.Data) -> mjx.Data:

@@ -315,14 +315,15 @@ def test_every_estimator_vjp_equals_transposed_jacobians(env_id, estimator):
 
 #: The unbatched bcg VJP at a strike, run in a process that may use one CPU (set before JAX
 #: is imported, as ``taskset -c 0`` or a one-core cluster job would), against the same VJP
-#: under ``vmap`` on a batch of one (the documented workaround, run first: it prints
-#: "workaround ran"). Prints whether the step bundled and the largest relative difference
-#: of the four cotangents.
+#: under ``vmap`` on a batch of one. Prints whether the step bundled and the largest
+#: relative difference of the four cotangents.
 _ONE_CPU_VJP = """
     import os
     os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
     import jax, jax.numpy as jnp, numpy as np
     import bcg_envs
+    from bcg_envs.cpu_runtime import mlir_single_threaded
+    assert mlir_single_threaded()
     env = bcg_envs.make_jax("BoxPush-v0", estimator="bcg", bundle=bcg_envs.BundleConfig(horizon=1))
     stepper = env.stepper()
     data = env.reset(jax.random.PRNGKey(0)).data
@@ -341,7 +342,6 @@ _ONE_CPU_VJP = """
     bundled = jax.jit(lambda d: stepper(d, jnp.zeros(2), key, window).bundled)(data)
     one = jax.tree.map(lambda x: x[None], (data, jnp.zeros(2), window, g))
     batched = jax.block_until_ready(jax.jit(jax.vmap(vjp))(*one))
-    print("workaround ran", flush=True)
     single = jax.jit(vjp)(data, jnp.zeros(2), window, g)
     errs = [np.linalg.norm(np.asarray(a) - np.asarray(b[0])) / max(np.linalg.norm(np.asarray(b[0])), 1e-6)
             for a, b in zip(single, batched)]
@@ -349,30 +349,15 @@ _ONE_CPU_VJP = """
 """
 
 
-class UntypedLapackCall(RuntimeError):
-    """The known failure: a LAPACK call compiled as an untyped custom call."""
-
-
 @pytest.mark.integration
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs Linux CPU affinity")
-@pytest.mark.xfail(
-    strict=True,
-    raises=UntypedLapackCall,
-    reason="known XLA bug (jaxlib 0.10.2): with JAX imported in a one-CPU process, XLA's "
-    "StableHLO-to-HLO passes run on one thread and drop the typed-FFI attributes of this "
-    "program's LAPACK calls; see docs/performance.md, 'Processes restricted to one CPU'",
-)
 def test_unbatched_bcg_vjp_runs_in_a_process_restricted_to_one_cpu(tmp_path):
-    """The unbatched (``lax.cond``) bcg VJP in a process that may use one CPU fails to run
-    ("untyped custom call to lapack_spotrf_ffi"), while the same VJP under ``vmap`` (the
-    documented workaround) runs. Strict, and only for that error after the workaround ran:
-    any other failure fails the test, and an upgrade that fixes the conversion makes it
-    fail too, so that the known issue and this marker are removed together."""
+    """In a process that may use one CPU when JAX is imported, XLA mis-converts the
+    ``lax.cond`` form of the unbatched bcg VJP ("untyped custom call to lapack_spotrf_ffi",
+    jaxlib 0.10.2), so the step runs its batched rule on a batch of one there: the VJP runs
+    and equals the same VJP under ``vmap``."""
     # No compile cache: a program compiled elsewhere would skip the conversion under test.
     out = run_fresh(_ONE_CPU_VJP, tmp_path, 900, env={"BCG_ENVS_COMPILE_CACHE": "0"})
-    if out.returncode != 0 and "untyped custom call to lapack" in out.stderr:
-        assert "workaround ran" in out.stdout, out.stderr[-3000:]  # vmap must still run here
-        raise UntypedLapackCall(out.stderr[-500:])
     assert out.returncode == 0, out.stderr[-3000:]
     bundled, worst = out.stdout.split()[-2:]
     assert bundled == "True"  # the strike triggers bcg: the bundle path ran

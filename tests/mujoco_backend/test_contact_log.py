@@ -35,6 +35,10 @@ def test_mujoco_c_contact_log_sums_events_and_measures_the_rise(box):
     assert resting.max_rise < 0.05 * WEIGHT
     assert resting.pressing(BundleConfig(force_threshold=THRESHOLD)) == set(resting.events)
     assert resting.pressing(BundleConfig(force_threshold=THRESHOLD, trigger="onset")) == set()
+    # one corner carries a share of the weight: below the threshold the weight is above
+    assert WEIGHT / len(resting.best) <= resting.max_point_force < THRESHOLD
+    assert resting.pressing(BundleConfig(force_threshold=THRESHOLD, trigger="point")) == set()
     landing = step_from(*dropped(qpos))
     assert landing.max_rise > 2 * WEIGHT
     assert landing.pressing(BundleConfig(force_threshold=THRESHOLD, trigger="onset")) == set(landing.events)
+    assert landing.pressing(BundleConfig(force_threshold=THRESHOLD, trigger="point")) == set(landing.events)

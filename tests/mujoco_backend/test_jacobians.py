@@ -85,12 +85,14 @@ def test_bcg_is_exact_without_pressing_contact_and_bundles_when_pressing(env):
     np.testing.assert_array_equal(bcg.jacobians.B, exact.jacobians.B)
 
     qpos, qvel, action = _pressing_state()
-    for space in ("cartesian", "joint"):
+    for space, trigger in (("cartesian", "force"), ("joint", "force"), ("cartesian", "point")):
         u.set_state(qpos, qvel)
-        bcg = u.grad_step(action, estimator="bcg", bundle=bcg_envs.BundleConfig(space=space))
+        bcg = u.grad_step(action, estimator="bcg", bundle=bcg_envs.BundleConfig(space=space, trigger=trigger))
         u.set_state(qpos, qvel)
         exact = u.grad_step(action, estimator="exact")
         assert bcg.info["bundled"] and bcg.info["max_contact_force"] > threshold
+        # the pusher touches the box at one point: that contact is the event
+        assert bcg.info["max_point_force"] == bcg.info["max_contact_force"]
         assert bcg.info["bundle_dropped"] == 0
         assert not np.allclose(bcg.jacobians.A, exact.jacobians.A, rtol=1e-3)
         assert np.isfinite(bcg.jacobians.A).all() and np.isfinite(bcg.jacobians.B).all()

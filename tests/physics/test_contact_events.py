@@ -31,14 +31,16 @@ def test_resting_box_is_one_event_carrying_its_weight_with_no_rise(box):
     force = np.asarray(report.force)[active]
     assert force == pytest.approx(WEIGHT, rel=0.03)  # ... every one reports the event: the weight
     assert np.abs(np.asarray(report.rise)).max() < 0.05 * WEIGHT
-    own = np.asarray(report.point_force)
-    assert (own[~active] == 0).all() and (own[active] > 0).all()  # each corner carries a share ...
-    assert own[active].max() < force.max() and own[active].sum() == pytest.approx(WEIGHT, rel=0.1)  # ... of it
+    # every slot reports its event's largest single contact: one corner's share of the weight
+    point = np.asarray(report.point_force)
+    assert (point[~active] == 0).all() and np.ptp(point[active]) == 0
+    assert WEIGHT / active.sum() <= point[active][0] < 0.9 * WEIGHT
 
 
 @pytest.mark.integration  # ~90 s: two compiles of a stepped box; the default tier keeps the event tests
-@pytest.mark.parametrize("trigger", ["force", "onset"])
+@pytest.mark.parametrize("trigger", ["force", "onset", "point"])
 def test_force_trigger_fires_on_a_steady_press_onset_only_on_impact(box, trigger):
+    """At rest the event (the weight) is above the threshold and each corner below it."""
     model, qpos, qvel = box
     physics = Physics(model, N_SUBSTEPS)
     cfg = BundleConfig(force_threshold=THRESHOLD, trigger=trigger)
