@@ -678,7 +678,7 @@ def triggered_bundle(exact_fn: Callable, bundle_fn: Callable) -> Callable:
     Unbatched it is a ``lax.cond``, except where JAX's MLIR thread pool has one thread (JAX
     imported in a process that could use one CPU): there XLA mis-converts the ``lax.cond``
     form of the bcg VJP, whose LAPACK calls then fail to run, so the unbatched call runs the
-    batched rule on a batch of one, which converts correctly and is about 4x slower
+    batched rule on a batch of one, which converts correctly and is several times slower
     (docs/performance.md, "Processes restricted to one CPU").
     """
 
