@@ -17,7 +17,8 @@ A config's optional ``env_kwargs`` (e.g. ``{"contact_stiffness": 0.002, "physics
 0.001}``) go to every env of the run, training and evaluation alike, so all algorithms
 learn and are scored on the same physics. Under the kappa contact models
 (``contact_model="penalty"`` or ``"moreau"``, MJX only) the evaluation and SB3 PPO run on
-the MJX backend instead of MuJoCo C.
+the MJX backend instead of MuJoCo C. ``env_kwargs.bundle`` (a JSON object of
+``BundleConfig`` fields, e.g. ``{"trigger": "point"}``) sets the bcg learner's bundle.
 
 Three x-axes: env steps (transitions the learner consumed), simulated control steps
 (``sim_steps``: every control step a simulator ran for training, forward or backward; PPO

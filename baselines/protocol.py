@@ -31,8 +31,18 @@ def load_config(env_id: str, path: Optional[Path] = None) -> dict:
 
 
 def env_kwargs_of(cfg: dict) -> Dict[str, object]:
-    """The config's ``env_kwargs`` (JSON lists as tuples, so the env can be cached)."""
-    return {k: tuple(v) if isinstance(v, list) else v for k, v in cfg.get("env_kwargs", {}).items()}
+    """The config's ``env_kwargs``, hashable so that the env can be cached: JSON lists as
+    tuples, a ``bundle`` object as a ``BundleConfig`` (e.g. ``{"trigger": "point"}``;
+    TypeError names a field it does not have)."""
+    from bcg_envs.gradients.config import BundleConfig
+
+    def hashable(v):
+        return tuple(v) if isinstance(v, list) else v
+
+    out = {k: hashable(v) for k, v in cfg.get("env_kwargs", {}).items()}
+    if isinstance(out.get("bundle"), dict):
+        out["bundle"] = BundleConfig(**{k: hashable(v) for k, v in out["bundle"].items()})
+    return out
 
 
 def protocol_backend(env_kwargs: Dict[str, object]) -> str:

@@ -94,7 +94,10 @@ def validate_config(cfg: dict, env_id: str, algos: List[str]) -> None:
         raise ValueError(f"config is for env {cfg['env']!r}, not {env_id!r}")
     if not isinstance(cfg.get("env_kwargs", {}), dict):
         raise ValueError(f"config['env_kwargs'] must be a JSON object of env arguments, got {cfg['env_kwargs']!r}")
-    env_kwargs = env_kwargs_of(cfg)
+    try:
+        env_kwargs = env_kwargs_of(cfg)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"config['env_kwargs']['bundle'] is not a BundleConfig: {err}") from None
     if env_kwargs:
         set_by_runner = sorted(_RUNNER_ENV_ARGS & set(env_kwargs))
         if set_by_runner:

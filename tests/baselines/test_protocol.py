@@ -56,6 +56,26 @@ def test_env_kwargs_reach_training_and_evaluation(monkeypatch):
     assert protocol.protocol_backend({"contact_model": "penalty", "kappa": 300.0}) == "mjx"
 
 
+def test_a_bundle_object_in_env_kwargs_configures_the_bcg_learner():
+    """``env_kwargs.bundle`` is a ``BundleConfig`` (so ``shac_bcg`` can run the paper's
+    single-contact trigger); a field it does not have or a bad value is named."""
+    from bcg_envs import BundleConfig
+
+    cfg = {"env_kwargs": {"bundle": {"trigger": "point", "state_sigma": [0.02, 0.04]}}, "shac": {}}
+    kwargs = protocol.env_kwargs_of(cfg)
+    assert kwargs["bundle"] == BundleConfig(trigger="point", state_sigma=(0.02, 0.04))
+    env = runners.jax_env_for("BoxPush-v0", "bcg", cfg)
+    assert env.bundle.trigger == "point" and env.bundle.force_threshold == env.default_force_threshold
+    for bad, message in (
+        ({"trigger_": "point"}, "unexpected keyword argument 'trigger_'"),
+        ({"trigger": "x"}, "one of"),
+    ):
+        with pytest.raises(
+            ValueError, match=f"config\\['env_kwargs'\\]\\['bundle'\\] is not a BundleConfig: .*{message}"
+        ):
+            runners.validate_config({"env_kwargs": {"bundle": bad}, "shac": {}}, "BoxPush-v0", [])
+
+
 def test_a_resumed_run_keeps_its_rows_and_writes_counts_as_integers(tmp_path, fixed_evaluation):
     """A run stopped after its row at 200 env steps and resumed from its checkpoint at 100:
     the rows up to 100 stay, the wall-clock continues from there, and the rewritten CSV
