@@ -93,20 +93,30 @@ def _read(path: Union[str, Path]) -> Dict[str, Any]:
     return flax.serialization.msgpack_restore(latest_checkpoint(path).read_bytes())
 
 
+#: Env-state info entries newer than some checkpoints (``bcg_envs.envs.base.STEP_INFO``):
+#: a checkpoint without them resumes with the template's values.
+ADDED_INFO = ("max_point_force",)
+
+
 def load_checkpoint(path: Union[str, Path], template: TrainingState) -> TrainingState:
     """Restore a ``TrainState`` saved by ``save_checkpoint`` into ``template``'s structure."""
     leaves = _read(path)["leaves"]
-    ref, treedef = jax.tree.flatten(template)
-    if len(leaves) != len(ref):
+    paths, treedef = jax.tree_util.tree_flatten_with_path(template)
+    ref = [leaf for _, leaf in paths]
+    # Env-state entries added after a checkpoint was written take the template's value.
+    added = [i for i, (keys, _) in enumerate(paths) if any(getattr(k, "key", None) in ADDED_INFO for k in keys)]
+    saved = [i for i in range(len(ref)) if i not in added] if len(leaves) == len(ref) - len(added) else range(len(ref))
+    if len(leaves) != len(saved):
         raise ValueError(f"checkpoint has {len(leaves)} arrays, this trainer expects {len(ref)}: different config?")
-    out = []
-    for i, r in enumerate(ref):
-        x = np.asarray(leaves[str(i)])
+    out = [np.asarray(r) for r in ref]
+    for n, i in enumerate(saved):
+        r = ref[i]
+        x = np.asarray(leaves[str(n)])
         if x.shape != tuple(r.shape) or x.dtype != r.dtype:
             raise ValueError(
-                f"checkpoint array {i} is {x.dtype}{x.shape}, expected {r.dtype}{tuple(r.shape)}: different config?"
+                f"checkpoint array {n} is {x.dtype}{x.shape}, expected {r.dtype}{tuple(r.shape)}: different config?"
             )
-        out.append(x)
+        out[i] = x
     return jax.tree.unflatten(treedef, out)
 
 

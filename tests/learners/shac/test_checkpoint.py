@@ -106,3 +106,29 @@ def test_policy_from_checkpoint_alone(point_mass, tmp_path):
         a, _ = loaded_make_policy(loaded, deterministic)(obs, jax.random.PRNGKey(1))
         b, _ = make_policy(params, deterministic)(obs, jax.random.PRNGKey(1))
         np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_a_checkpoint_older_than_an_added_info_entry_resumes(tmp_path):
+    """Info entries added to the env state after a checkpoint was written
+    (``checkpoint.ADDED_INFO``) take the template's value; every other leaf is restored."""
+    import flax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from bcg_envs.learners.shac import checkpoint
+
+    template = {
+        "info": {"a": jnp.ones(2), "max_point_force": jnp.zeros(3), "z": jnp.full(1, 5.0)},
+        "p": jnp.arange(4.0),
+    }
+    old = [np.array([7.0, 7.0], np.float32), np.array([9.0], np.float32), np.arange(4.0, dtype=np.float32) + 1]
+    path = tmp_path / "old.msgpack"
+    path.write_bytes(flax.serialization.msgpack_serialize({"leaves": {str(i): x for i, x in enumerate(old)}}))
+    got = checkpoint.load_checkpoint(path, template)
+    assert (
+        (got["info"]["a"] == 7).all() and (got["info"]["z"] == 9).all() and (got["info"]["max_point_force"] == 0).all()
+    )
+    assert (got["p"] == np.arange(4.0) + 1).all()
+    path.write_bytes(flax.serialization.msgpack_serialize({"leaves": {str(i): x for i, x in enumerate(old[:2])}}))
+    with pytest.raises(ValueError, match="checkpoint has 2 arrays, this trainer expects 4"):
+        checkpoint.load_checkpoint(path, template)
