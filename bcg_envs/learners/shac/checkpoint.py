@@ -108,7 +108,9 @@ def load_checkpoint(path: Union[str, Path], template: TrainingState) -> Training
     saved = [i for i in range(len(ref)) if i not in added] if len(leaves) == len(ref) - len(added) else range(len(ref))
     if len(leaves) != len(saved):
         raise ValueError(f"checkpoint has {len(leaves)} arrays, this trainer expects {len(ref)}: different config?")
-    out = [np.asarray(r) for r in ref]
+    # Missing entries keep the template's array as is: with several processes it spans
+    # devices this process cannot read, so it is never fetched to the host.
+    out = list(ref)
     for n, i in enumerate(saved):
         r = ref[i]
         x = np.asarray(leaves[str(n)])
