@@ -5,6 +5,7 @@ Each ```bash block of README.md, docs/*.md and the results page is expanded by b
 ``bcg-envs`` replaced by functions that record their arguments. Each recorded
 ``python -m MODULE ARGS`` and ``bcg-envs ARGS`` is handed to that module's ``main``, which
 stops as soon as its argument parser has accepted them: nothing is trained or written.
+Every ``--env`` names a registered environment.
 A renamed flag, a removed choice or a moved config file fails here instead of in a reader's
 shell.
 """
@@ -19,6 +20,8 @@ from pathlib import Path
 from typing import List, Tuple
 
 import pytest
+
+import bcg_envs
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "baselines" / "results" / "README.md"]
@@ -67,6 +70,9 @@ def command_problem(argv: List[str], monkeypatch: pytest.MonkeyPatch) -> str:
     missing = [v for v in inputs if (ROOT / v.split("/")[0]).is_dir() and not (ROOT / v).exists()]
     if missing:
         return f"reads a file that does not exist: {missing}"
+    unknown = [v for flag, v in zip(argv, argv[1:]) if flag == "--env" and f"bcg_envs/{v}" not in bcg_envs.list_envs()]
+    if unknown:
+        return f"names an environment that is not registered: {unknown}"
     if argv[0] == "bash":
         return "" if (ROOT / argv[1]).exists() else f"no script {argv[1]}"
     if argv[0] == "bcg-envs":
@@ -110,6 +116,7 @@ def test_a_renamed_flag_is_caught(monkeypatch, capsys):
     assert command_problem(good, monkeypatch) == ""
     assert "refused" in command_problem(good + ["--no-such-flag"], monkeypatch)
     assert "does not exist" in command_problem(good + ["--config", "baselines/configs/nope.json"], monkeypatch)
+    assert "not registered" in command_problem([*good[:4], "BoxPush-v9"], monkeypatch)
 
 
 def test_the_pages_show_commands():
