@@ -156,6 +156,22 @@ COMPARISONS: Dict[str, Comparison] = {
             _CFG + "finals/BoxPush-v0.{algo}.json",
         ),
         Comparison(
+            "BoxPush-v0/same_setting",
+            _BOX,
+            2_097_152,
+            32,
+            _loop(
+                _BOX,
+                "shac_exact",
+                "0 1 2 3 4",
+                2_097_152,
+                32,
+                "BoxPush-v0/same_setting",
+                _CFG + "BoxPush-v0.same_setting.json",
+            ),
+            _CFG + "BoxPush-v0.same_setting.json",
+        ),
+        Comparison(
             "PlanarHand-v0/long",
             "PlanarHand-v0",
             1_048_576,
