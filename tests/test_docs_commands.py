@@ -89,15 +89,14 @@ def command_problem(argv: List[str], monkeypatch: pytest.MonkeyPatch) -> str:
         parse(self, args, namespace)
         raise _Parsed
 
-    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", parse_then_stop)
-    try:
-        importlib.import_module(module).main(args)
-    except _Parsed:
-        return ""
-    except SystemExit as err:
-        return f"its parser refused the arguments (exit {err.code})"
-    finally:
-        monkeypatch.undo()
+    with monkeypatch.context() as patch:
+        patch.setattr(argparse.ArgumentParser, "parse_args", parse_then_stop)
+        try:
+            importlib.import_module(module).main(args)
+        except _Parsed:
+            return ""
+        except SystemExit as err:
+            return f"its parser refused the arguments (exit {err.code})"
     return "its main returned without parsing arguments"
 
 
