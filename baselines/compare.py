@@ -103,7 +103,7 @@ def compare(
 
 def main(argv: Optional[List[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--env", default="BoxPush-v0")
+    parser.add_argument("--env", default="BoxPush-v0", choices=protocol.ENV_IDS)
     parser.add_argument("--algos", nargs="+", default=list(protocol.ALGORITHMS), choices=list(protocol.ALGORITHMS))
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--steps", type=int, default=200_000)

@@ -172,7 +172,7 @@ def table(rows: List[dict]) -> str:
 
 def main(argv: Optional[List[str]] = None) -> str:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--env", default="G1Jump-v0")
+    parser.add_argument("--env", default="G1Jump-v0", choices=protocol.ENV_IDS)
     parser.add_argument("--out", required=True, help="a folder of baselines.compare runs with checkpoints")
     parser.add_argument(
         "--steps", type=int, required=True, help="the runs' env-step budget (incomplete runs are skipped)"

@@ -12,8 +12,11 @@ import numpy as np
 from baselines import cpu_clock
 from baselines.run_csv import COMPLETE, Row, append_row, read_rows, write_csv
 from bcg_envs.physics.simulator import KAPPA_MODELS
+from bcg_envs.registry import list_envs, short_name
 
 ALGORITHMS = ("sb3_ppo", "brax_ppo", "shac_exact", "shac_bcg", "brax_apg")
+#: Task ids the scripts take as ``--env`` (the registered ids without the namespace).
+ENV_IDS = tuple(short_name(env_id) for env_id in list_envs())
 #: Episodes per evaluation, the same for every algorithm (seeds ``EVAL_SEED`` onward).
 EVAL_EPISODES = 64
 #: First reset seed of the evaluation episodes, far from the small integers the runs train

@@ -235,7 +235,7 @@ def tuning_table(out_dir: Path, plans, seed: int) -> str:
 
 def main(argv: Optional[List[str]] = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--env", default="BoxPush-v0")
+    parser.add_argument("--env", default="BoxPush-v0", choices=protocol.ENV_IDS)
     parser.add_argument("--algos", nargs="+", default=list(protocol.ALGORITHMS), choices=list(protocol.ALGORITHMS))
     parser.add_argument(
         "--steps",

@@ -42,3 +42,14 @@ def test_bad_config_is_rejected_before_any_run(tmp_path, edit, message):
     with pytest.raises(ValueError, match=message):
         compare.compare("BoxPush-v0", list(protocol.ALGORITHMS), [0], 64, tmp_path / "out", config=path)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("module", ["compare", "tune", "final_scores"])
+def test_unregistered_env_is_refused_by_the_parser(module, capsys):
+    import importlib
+
+    main = importlib.import_module(f"baselines.{module}").main
+    with pytest.raises(SystemExit):
+        main(["--env", "BoxPush-v9"])
+    err = capsys.readouterr().err
+    assert "argument --env: invalid choice: 'BoxPush-v9'" in err and "'BoxPush-v0'" in err
