@@ -180,7 +180,16 @@ class Recorder:
         self._started = False  # the CSV is rewritten by the first record or resume_from
 
     def resume_from(self, env_steps: int) -> None:
+        """Keep the CSV's rows up to a checkpoint's ``env_steps``. Raises ``ValueError`` when
+        the CSV lacks the run's first row (deleted or never written): resuming would record a
+        run without its start."""
         kept = [r for r in read_rows(self.path) if r["env_steps"] <= env_steps] if self.path else []
+        if self.path is not None and env_steps > 0 and (not kept or kept[0]["env_steps"] != 0):
+            start = f"starts at {kept[0]['env_steps']:,} env steps" if kept else "has no rows up to it"
+            raise ValueError(
+                f"{self.path}: a checkpoint at {env_steps:,} env steps exists, but the CSV {start}; "
+                "delete the run's checkpoint directory (<out>/checkpoints/<algo>_seed<seed>) to start it again"
+            )
         self.rows = kept
         if kept:
             self._offset = np.array([kept[-1][k] for k in ("wall_clock", "cpu_time", "others_cpu_time")], float)

@@ -161,3 +161,19 @@ def test_the_last_row_also_scores_the_policy_in_its_own_simulator(tmp_path, monk
     same = protocol.Recorder("BoxPush-v0", tmp_path / "sb3_ppo_seed0.csv", budget=200, train_backend="mujoco")
     same.record(200, lambda obs: obs, 0.0)
     assert calls == [""] and math.isnan(run_csv.read_rows(tmp_path / "sb3_ppo_seed0.csv")[0]["train_sim_success"])
+
+
+@pytest.mark.parametrize("kept", [(), (100,)], ids=["csv missing", "csv without its start"])
+def test_resuming_without_the_runs_first_rows_is_refused(tmp_path, fixed_evaluation, kept):
+    """A checkpoint at 200 env steps beside a CSV that lost its first rows (deleted, or
+    rewritten by hand): resuming would record a run that starts mid-way, so it is refused
+    with the way out."""
+    path = tmp_path / "sb3_ppo_seed1.csv"
+    first = protocol.Recorder("BoxPush-v0", path)
+    for steps in kept:
+        first.record(steps, lambda obs: obs, 3.0 * steps)
+    resumed = protocol.Recorder("BoxPush-v0", path)
+    with pytest.raises(
+        ValueError, match=r"checkpoint at 200 env steps exists, but the CSV .*delete the run's checkpoint"
+    ):
+        resumed.resume_from(200)
