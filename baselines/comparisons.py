@@ -172,6 +172,22 @@ COMPARISONS: Dict[str, Comparison] = {
             _CFG + "BoxPush-v0.same_setting.json",
         ),
         Comparison(
+            "PlanarHand-v0/finals",
+            "PlanarHand-v0",
+            2_097_152,
+            32,
+            _loop(
+                "PlanarHand-v0",
+                "sb3_ppo brax_ppo shac_exact shac_bcg",
+                "0 1 2 3 4",
+                2_097_152,
+                32,
+                "PlanarHand-v0/finals",
+                _CFG + "finals/PlanarHand-v0.$algo.json",
+            ),
+            _CFG + "finals/PlanarHand-v0.{algo}.json",
+        ),
+        Comparison(
             "PlanarHand-v0/long",
             "PlanarHand-v0",
             1_048_576,
