@@ -80,6 +80,8 @@ def test_policy_from_checkpoint_alone(point_mass, tmp_path):
         num_evals=0,
         progress_bar=False,
         checkpoint_every=2,
+        init_log_std=-2.0,
+        actor_output_scale=1e-4,
     )
     make_policy, params, _ = shac.train(point_mass, checkpoint_dir=tmp_path, **kw)
     assert sorted(p.name for p in tmp_path.glob("shac_*.msgpack")) == ["shac_00000002.msgpack", "shac_00000003.msgpack"]
@@ -91,9 +93,9 @@ def test_policy_from_checkpoint_alone(point_mass, tmp_path):
         "critic_hidden": [8],
         "activation": "tanh",
         "layer_norm": False,
-        "init_log_std": -1.0,
+        "init_log_std": -2.0,
         "normalize_observations": True,
-        "actor_output_scale": 0.01,
+        "actor_output_scale": 1e-4,
     }
     loaded_make_policy, loaded, network = shac.load_policy(tmp_path)
     assert network == shac.NetworkConfig.from_dict(meta["config"]["network"])
