@@ -113,6 +113,25 @@ def test_global_estimators(env, estimator):
     assert out.jacobians.C.shape == (17, 10)
 
 
+@pytest.mark.parametrize("estimator", ["bundle", "zeroth"])
+def test_global_estimators_equal_exact_where_the_step_is_affine(env, estimator):
+    """A contact-free state where BoxPush's step is affine (the box slides and spins with
+    every joint's dry friction in slip, the pusher 25 cm away; as in
+    ``tests/gradients/test_estimators.py``): the mean of the branches' Jacobians
+    (``bundle``) and the least-squares fit of their outcomes (``zeroth``, rescaled by the
+    sampling sigmas) both equal the exact Jacobians there, so a wrong scale or mask fails."""
+    u = env.unwrapped
+    qpos, qvel = np.array([-0.25, 0.2, 0.0, 0.0, 0.1]), np.array([0.0, 0.0, 0.3, 0.25, 2.0])
+    action = np.array([0.5, 0.0], np.float32)
+    u.set_state(qpos, qvel)
+    exact = u.grad_step(action, estimator="exact")
+    u.set_state(qpos, qvel)
+    out = u.grad_step(action, estimator=estimator)
+    assert out.info["max_contact_force"] == 0.0 and out.info["bundle_dropped"] == 0
+    np.testing.assert_allclose(out.jacobians.A, exact.jacobians.A, atol=1e-4)
+    np.testing.assert_allclose(out.jacobians.B, exact.jacobians.B, atol=1e-4)
+
+
 def test_grad_step_advances_like_step(env):
     u = env.unwrapped
     env.reset(seed=5)
