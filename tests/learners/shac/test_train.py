@@ -14,6 +14,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -232,8 +233,28 @@ def test_two_devices_match_one_boxpush(boxpush, tmp_path):
     _check_two_devices(boxpush, "BoxPush-v0", kw, tmp_path, rtol=2e-3)
 
 
+class EndlessPointMass:
+    """``PointMass`` without its early termination: every env's episode ends at step 40, so
+    all envs stay in step with each other and the poisoned step's iterations are known."""
+
+    def __init__(self, env):
+        self.env = env
+        self.episode_length = env.episode_length
+        self.observation_size = env.observation_size
+        self.action_size = env.action_size
+
+    def reset(self, rng):
+        return self.env.reset(rng)
+
+    def step(self, state, action):
+        out = self.env.step(state, action)
+        return out.replace(done=jnp.zeros_like(out.done))
+
+
 def test_nan_gradients_are_skipped(point_mass, caplog):
-    env = NaNGradient(point_mass, steps=(3,))
+    """Step 3 of every 40-step episode has a NaN action cotangent; with 8 envs x 8 steps an
+    iteration, it falls in iterations 0, 5 and 10 of 12, and exactly those are skipped."""
+    env = NaNGradient(EndlessPointMass(point_mass), steps=(3,))
     with caplog.at_level("WARNING", logger="bcg_envs.learners.shac"):
         _, params, metrics = shac.train(
             env,
@@ -246,8 +267,8 @@ def test_nan_gradients_are_skipped(point_mass, caplog):
             num_eval_envs=8,
             progress_bar=False,
         )
-    # step 3 of every 40-step episode falls in the first of each episode's 5 iterations
-    assert 0 < metrics["skipped_updates"] < 12
+    assert metrics["skipped_updates"] == 3
+    assert [int(i) for i in re.findall(r"SHAC iteration (\d+): actor gradient non-finite", caplog.text)] == [0, 5, 10]
     assert all(np.all(np.isfinite(x)) for x in _leaves(params))
     assert np.isfinite(metrics["eval/episode_reward"])
     assert "update skipped" in caplog.text
