@@ -14,6 +14,7 @@ PY=${PYTHON:-python3}
 [ -d .venv ] || "$PY" -m venv .venv
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
-# The CPU build of torch first: a bare torch requirement would pull a multi-GB CUDA build.
-python -m pip install -q torch==2.13.0
+# The CPU build of torch first, from PyTorch's CPU index: PyPI's Linux torch is a multi-GB
+# CUDA build. (Where that index is unreachable, pip falls back to the configured ones.)
+python -m pip install -q torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
 python -m pip install -q -e ".[baselines,onnx,dev]"
