@@ -51,16 +51,16 @@ def test_bad_inputs():
     with pytest.raises(RuntimeError, match="reset"):
         e.get_state()
     e.reset(seed=0)
-    for bad in (
-        np.zeros(3, np.float32),
-        np.zeros((1, 2), np.float32),
-        np.array(["a", "b"]),
-        np.array([np.nan, 0.0], np.float32),
-        np.array([True, False]),
+    for bad, match in (
+        (np.zeros(3, np.float32), r"action must have shape \(2,\)"),
+        (np.zeros((1, 2), np.float32), r"action must have shape \(2,\)"),
+        (np.array(["a", "b"]), "action must be a real-valued array"),
+        (np.array([np.nan, 0.0], np.float32), "action must be finite"),
+        (np.array([True, False]), "action must be a real-valued array"),
     ):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=match):
             e.step(bad)
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=match):
             e.grad_step(bad)
     with pytest.raises(ValueError, match="estimator"):
         e.grad_step(np.zeros(2, np.float32), estimator="nope")
@@ -97,7 +97,7 @@ def test_vector_env_step_grad_step_and_autoreset():
     assert out.jacobians.r_x.shape == (n, 10) and out.jacobians.r_a.shape == (n, 2)
     assert out.jacobians.C.shape == (n, 17, 10)
     assert out.observation.shape == (n, 17) and out.info["bundle_dropped"].shape == (n,)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"actions must have shape"):
         v.step(np.zeros((n + 1, 2), np.float32))
     v.close()
 
