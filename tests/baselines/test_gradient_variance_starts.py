@@ -3,11 +3,12 @@
 import numpy as np
 import pytest
 
+from baselines import gradient_variance_starts
 from baselines.gradient_variance_starts import find_starts, policy_starts, starts_tag
 from tests.baselines.gradient_variance_stubs import shipped_policy
 
 
-def test_policy_starts_differ_from_scripted_ones_and_are_cached_apart(tmp_path):
+def test_policy_starts_differ_from_scripted_ones_and_are_cached_apart(tmp_path, monkeypatch):
     """Two starts from the shipped BoxPush policy's episodes and two from the scripted
     controller's (seeds 0, 1, ..., 2 steps before the first contact > 1 N): other states and
     actions, other cache files (``_policy-<stem>``), a source naming the policy file; the
@@ -25,10 +26,16 @@ def test_policy_starts_differ_from_scripted_ones_and_are_cached_apart(tmp_path):
     assert learned.qpos.shape == scripted.qpos.shape and learned.actions.shape == (2, 1, 2)
     assert not np.allclose(learned.qpos, scripted.qpos) and not np.allclose(learned.actions, scripted.actions)
     np.testing.assert_array_equal(learned.task_info["goal"], scripted.task_info["goal"])  # same seeds, same goals
+
+    def no_episodes(*args, **kwargs):
+        raise AssertionError("the cached starts were measured again")
+
+    monkeypatch.setattr(gradient_variance_starts, "policy_starts", no_episodes)
     again = find_starts("BoxPush-v0", 2, 1, tmp_path, policy=policy)
     np.testing.assert_array_equal(again.qpos, learned.qpos)
     np.testing.assert_array_equal(again.actions, learned.actions)
     assert again.source == learned.source
+    monkeypatch.undo()
     with pytest.raises(ValueError, match="G1Jump-v0"):
         policy_starts("BoxPush-v0", shipped_policy("G1Jump-v0"), 1, 1, 1.0, 2)
     with pytest.raises(ValueError, match="not of G1Jump-v0"):
