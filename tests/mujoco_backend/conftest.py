@@ -12,7 +12,6 @@ The test files import the constants and helpers from here
 file under that name).
 """
 
-import importlib
 
 import gymnasium as gym
 import jax
@@ -38,19 +37,7 @@ BOOKKEEPING = {
 }
 
 
-def _optional(name: str, module: str):
-    try:
-        importlib.import_module(module)
-    except Exception as err:  # noqa: BLE001 - any import failure means "not available yet"
-        return pytest.param(name, marks=pytest.mark.skip(reason=f"{module} cannot be imported: {err!r}"))
-    return name
-
-
-TASKS = [
-    "BoxPush-v0",
-    _optional("PlanarHand-v0", "bcg_envs.envs.planar_hand.hand"),
-    _optional("G1Squat-v0", "bcg_envs.envs.g1.tracking"),
-]
+TASKS = ["BoxPush-v0", "PlanarHand-v0", "G1Squat-v0"]
 
 
 @pytest.fixture(scope="module")
