@@ -106,11 +106,20 @@ def read_runs(out_dir: Path, budgets: Optional[Dict[str, int]] = None) -> Dict[s
 def at_budget(runs: Dict[str, List[List[Row]]], budgets: Dict[str, int]) -> Dict[str, List[List[Row]]]:
     """Each run's rows up to its algorithm's budget (1 % slack for rounding): a run longer
     than the budget is scored where the others stop, so a table compares equal env steps and
-    a longer run (PPO to its plateau) can share a directory with shorter ones."""
-    return {
-        algo: [[row for row in rows if row["env_steps"] <= budgets[algo] / COMPLETE] for rows in seeds]
-        for algo, seeds in runs.items()
-    }
+    a longer run (PPO to its plateau) can share a directory with shorter ones. Raises
+    ``ValueError`` where a run has no evaluation at its budget (its last row within the
+    budget is earlier): its final score would be an earlier point of its curve."""
+    out: Dict[str, List[List[Row]]] = {}
+    for algo, seeds in runs.items():
+        budget = budgets[algo]
+        out[algo] = [[row for row in rows if row["env_steps"] <= budget / COMPLETE] for rows in seeds]
+        for rows in out[algo]:
+            if not rows or rows[-1]["env_steps"] < COMPLETE * budget:
+                last = f"{rows[-1]['env_steps']:,.0f}" if rows else "no row"
+                raise ValueError(
+                    f"{algo}: no evaluation at the budget of {budget:,} env steps (the last before it: {last})"
+                )
+    return out
 
 
 def is_complete(path: Path, steps: int) -> bool:

@@ -60,8 +60,11 @@ def success_trend(seeds: List[List[run_csv.Row]], window: int) -> str:
     n = min(len(rows) for rows in seeds)
     if window < 1 or n <= window:
         raise ValueError(f"window must be in [1, {n - 1}] for runs of {n} evaluations, got {window}")
-    last = float(np.mean([rows[n - 1]["eval_success"] for rows in seeds]))
-    earlier = float(np.mean([rows[n - 1 - window]["eval_success"] for rows in seeds]))
+    for index in (-1, -1 - window):
+        if len({rows[index]["env_steps"] for rows in seeds}) > 1:
+            raise ValueError(f"the seeds' evaluations differ in env steps at index {index}: no common schedule")
+    last = float(np.mean([rows[-1]["eval_success"] for rows in seeds]))
+    earlier = float(np.mean([rows[-1 - window]["eval_success"] for rows in seeds]))
     verdict = "still rising" if last > earlier else "not rising"
     return (
         f"{verdict} (seed-mean success {pct(last)} % at the last evaluation against {pct(earlier)} % "
@@ -138,11 +141,13 @@ def ratio_interval(
     95 % percentile bootstrap interval, each learner's seeds resampled with replacement
     (stratified). A seed that never reaches the level counts as inf, so a ratio is inf
     where ``slow``'s median never reaches it, 0 where ``fast``'s does not, and nan where
-    neither does; the bounds are nan when some resample has neither reaching it."""
+    neither does or where either median is 0 (the level held from the first evaluation,
+    before any training: no ratio of training to state); the bounds are nan when some
+    resample has such a nan."""
 
     def ratio(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        with np.errstate(invalid="ignore"):
-            return np.where(np.isinf(a) & np.isinf(b), np.nan, a / b)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where((np.isinf(a) & np.isinf(b)) | (a == 0) | (b == 0), np.nan, a / b)
 
     rng = np.random.default_rng(seed)
     with np.errstate(invalid="ignore"):  # medians of seeds that never reach it: inf, as meant
@@ -183,7 +188,7 @@ def gap_table(runs: Dict[str, List[List[run_csv.Row]]]) -> str:
         if math.isnan(point):
             return "— (neither median seed reaches it)"
         if math.isnan(low):
-            return f"{f(point)}{unit} (no interval: in some resamples neither reaches it)"
+            return f"{f(point)}{unit} (no interval: some resamples have no ratio)"
         return f"{f(point)}{unit} [{f(low)}, {f(high)}]"
 
     lines = [
@@ -199,6 +204,9 @@ def gap_table(runs: Dict[str, List[List[run_csv.Row]]]) -> str:
                     cells.append("— (runs shared their CPUs)")
                     continue
                 slow, fast = (_steps_to(runs[a], level * best, axis) for a in (ppo, shac))
+                if 0.0 in (np.median(slow), np.median(fast)):
+                    cells.append("— (a median seed is at the level from the first evaluation)")
+                    continue
                 cells.append(text(*ratio_interval(slow, fast)))
             lines.append(f"| {ppo} | {shac} | {int(100 * level)} % of {pct(best)} % | {cells[0]} | {cells[1]} |")
     lines.append("")

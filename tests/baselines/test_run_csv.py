@@ -3,6 +3,8 @@
 import csv
 import math
 
+import pytest
+
 from baselines import run_csv, summary
 
 
@@ -42,8 +44,12 @@ def test_runs_longer_than_the_budget_are_scored_at_the_budget(tmp_path):
     summary.plot_curves(runs, tmp_path / "curves.png", budget=2048)
     assert (tmp_path / "curves.png").stat().st_size > 1000
     assert "| sb3_ppo | 1 | 10.00 ± 0.00 |" in summary.summary_table(
-        run_csv.at_budget(runs, {"sb3_ppo": 4096, "shac_exact": 4096})
+        run_csv.at_budget({"sb3_ppo": runs["sb3_ppo"]}, {"sb3_ppo": 4096})
     )
+    # A run without an evaluation at the budget (here 3,000: its last before it is 2,048)
+    # is refused, not scored at an earlier point of its curve.
+    with pytest.raises(ValueError, match="sb3_ppo: no evaluation at the budget of 3,000 env steps .*2,048"):
+        run_csv.at_budget({"sb3_ppo": runs["sb3_ppo"]}, {"sb3_ppo": 3000})
 
 
 def test_rows_appended_to_an_older_csv_keep_its_columns(tmp_path):

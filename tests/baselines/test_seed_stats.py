@@ -135,6 +135,9 @@ def test_ratio_interval_of_medians_over_seeds():
     assert math.isinf(never[0]) and never[1] == 10.0 and math.isinf(never[2])
     assert seed_stats.ratio_interval(np.array([100.0]), np.array([math.inf])) == (0.0, 0.0, 0.0)
     assert math.isnan(seed_stats.ratio_interval(np.array([math.inf]), np.array([math.inf]))[0])
+    # A level held from the first evaluation (0 env steps): no ratio, either way round.
+    assert all(math.isnan(v) for v in seed_stats.ratio_interval(np.zeros(3), np.full(3, 10.0)))
+    assert all(math.isnan(v) for v in seed_stats.ratio_interval(np.full(3, 10.0), np.zeros(3)))
 
 
 def test_gap_table_states_the_ratio_in_env_steps_and_wall_clock_only_for_runs_alone():
@@ -164,11 +167,16 @@ def test_gap_table_states_the_ratio_in_env_steps_and_wall_clock_only_for_runs_al
     assert not any("shac_bcg" in line for line in lines)
     assert lines[2].startswith("| sb3_ppo | shac_exact | 50 % of 100.0 % |")
     assert "no gap" in seed_stats.gap_table({"sb3_ppo": [run(300, True)], "shac_exact": [run(100, True)] * 3})
+    # PPO's untrained policy already at the level: no ratio is stated.
+    lines = seed_stats.gap_table({"sb3_ppo": [run(0, True)] * 3, "shac_exact": [run(100, True)] * 3}).splitlines()
+    assert lines[2].endswith(
+        "| — (a median seed is at the level from the first evaluation) | — (a median seed is at the level from the first evaluation) |"
+    )
 
 
 def test_success_trend_compares_the_last_evaluation_with_an_earlier_one():
     def run(successes):
-        return [{"eval_success": x} for x in successes]
+        return [{"env_steps": 100 * i, "eval_success": x} for i, x in enumerate(successes)]
 
     rising = [run([0.0, 0.1, 0.2, 0.3]), run([0.0, 0.0, 0.1, 0.2])]
     text = seed_stats.success_trend(rising, 2)
@@ -177,3 +185,7 @@ def test_success_trend_compares_the_last_evaluation_with_an_earlier_one():
     assert seed_stats.success_trend(flat, 2).startswith("not rising")  # equal is not rising
     with pytest.raises(ValueError, match="window"):
         seed_stats.success_trend(rising, 4)
+    # Each seed's own last evaluation: one seed a row longer is refused, not read at the
+    # shorter seed's last index.
+    with pytest.raises(ValueError, match="no common schedule"):
+        seed_stats.success_trend([run([0.0, 0.0, 0.3, 0.3, 0.3, 0.3]), run([0.0, 0.0, 0.3, 0.3, 0.3, 0.3, 0.0])], 4)
