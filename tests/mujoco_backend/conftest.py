@@ -12,7 +12,6 @@ The test files import the constants and helpers from here
 file under that name).
 """
 
-
 import gymnasium as gym
 import jax
 import jax.numpy as jnp
