@@ -1,5 +1,5 @@
 """Shared set-up of the backend="mujoco" tests (MuJoCo C physics with the task's shared JAX
-logic, issue 7): the env ids, the BoxPush env fixtures (plain, and with per-episode masses:
+logic): the env ids, the BoxPush env fixtures (plain, and with per-episode masses:
 ``c_env``) and the MJX reference helpers.
 
 Cross-backend checks drive the MJX backend through ``GymEnv`` (so its compiled step and
