@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 
 from bcg_envs.learners import runs, shac
+from tests.learners.shac.conftest import PointMass
 
 #: The BoxPush task settings of ``train_run`` (16 envs x 16 steps, [64, 64] nets, gamma
 #: 0.95, actor lr 2e-3), shared by the BoxPush tests (see module docstring). Exact
@@ -233,28 +234,19 @@ def test_two_devices_match_one_boxpush(boxpush, tmp_path):
     _check_two_devices(boxpush, "BoxPush-v0", kw, tmp_path, rtol=2e-3)
 
 
-class EndlessPointMass:
+class EndlessPointMass(PointMass):
     """``PointMass`` without its early termination: every env's episode ends at step 40, so
     all envs stay in step with each other and the poisoned step's iterations are known."""
 
-    def __init__(self, env):
-        self.env = env
-        self.episode_length = env.episode_length
-        self.observation_size = env.observation_size
-        self.action_size = env.action_size
-
-    def reset(self, rng):
-        return self.env.reset(rng)
-
     def step(self, state, action):
-        out = self.env.step(state, action)
+        out = super().step(state, action)
         return out.replace(done=jnp.zeros_like(out.done))
 
 
-def test_nan_gradients_are_skipped(point_mass, caplog):
+def test_nan_gradients_are_skipped(caplog):
     """Step 3 of every 40-step episode has a NaN action cotangent; with 8 envs x 8 steps an
     iteration, it falls in iterations 0, 5 and 10 of 12, and exactly those are skipped."""
-    env = NaNGradient(EndlessPointMass(point_mass), steps=(3,))
+    env = NaNGradient(EndlessPointMass(), steps=(3,))
     with caplog.at_level("WARNING", logger="bcg_envs.learners.shac"):
         _, params, metrics = shac.train(
             env,
