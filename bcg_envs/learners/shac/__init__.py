@@ -27,13 +27,17 @@ resumed from a checkpoint follows the same parameter trajectory as an uninterrup
 
 Defaults follow the paper: horizon 32, 64 envs, gamma 0.99,
 TD(lambda) 0.95, Adam betas (0.7, 0.95), actor lr 5e-3, critic lr 2e-3, clip 1.0 / 10.0,
-critic 16 x 4, actor [512, 256, 128] ELU + LayerNorm; target critic alpha 0.2 and initial
-log std -1 as in SHAC's code. Choices and departures:
+critic 16 x 4, actor [512, 256, 128] ELU + LayerNorm; initial log std -1 as in SHAC's
+code; target critic alpha 0.2 as in SHAC's Ant, Hopper, Cheetah and CartPole configs (its
+humanoid configs use 0.995 with critic lr 5e-4). Choices and departures:
 
 * the linear learning-rate decay (to ``min_lr`` = 1e-5) applies to actor and critic, as
   in SHAC's code (``lr_schedule="constant"`` turns it off);
 * the critic MLP, unspecified in the paper summary, defaults to [128, 128];
 * the actor's output layer starts small (variance scale 0.01): near-zero initial forces;
+* the critic's gradient clip is the BCG paper's 10.0 (SHAC's code clips both at 1.0);
+* hidden layers start from Flax's ``lecun_normal`` with zero bias (SHAC's code: PyTorch's
+  default, orthogonal for the critic); LayerNorm after each layer makes this minor;
 * a bad actor gradient skips the update instead of stopping training (SHAC raises);
 * critic minibatches are reshuffled every epoch;
 * small tasks want other settings: ``runs.TASK_DEFAULTS`` holds BoxPush's (gamma 0.95,
