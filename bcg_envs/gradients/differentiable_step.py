@@ -470,12 +470,10 @@ class DifferentiableStep:
         return Branches(jnp.zeros_like(branches.z), jnp.zeros_like(branches.valid))
 
     def _branch_window(self, contact, window):
-        """``(start, active, next_window)`` of a step with branch rollouts: a window starts
-        where the trigger fires outside one (a rollout in flight is not restarted) and is
-        active on its H steps."""
+        """``(start, active, next_window)`` of a step with branch rollouts: the window rule
+        of ``bundle_decision``; a window ``start``s where the trigger fires outside one."""
         start = jnp.any(self._pressing(contact)) & (window == 0)
-        active = start | (window > 0)
-        next_window = jnp.where(start, self.config.horizon - 1, jnp.maximum(window - 1, 0)).astype(jnp.int32)
+        active, next_window = bundle_decision(self.estimator, start, window, self.config.horizon)
         return start, active, next_window
 
     def _branching_primal(self, qpos, qvel, act, action, data0, key, window, branches):

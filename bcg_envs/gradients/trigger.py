@@ -23,9 +23,11 @@ def bundle_decision(
 
     ``bcg`` bundles where a contact event fires the trigger (``pressing``: some event's
     force, or its rise, above ``BundleConfig.force_threshold``) and on the ``horizon - 1``
-    steps after it (``window`` counts the steps still to go in a branch rollout); a new
-    trigger restarts the window. ``exact`` never bundles; ``bundle``, ``zeroth`` and
-    ``alpha`` bundle every step. The window is 0 for every estimator but ``bcg``.
+    steps after it (``window`` counts the steps still to go in a branch rollout). A
+    trigger inside a window does not restart it: the branch rollout in flight already
+    covers that step, and a window opens again at the first trigger after it ends.
+    ``exact`` never bundles; ``bundle``, ``zeroth`` and ``alpha`` bundle every step. The
+    window is 0 for every estimator but ``bcg``.
 
     Args:
       estimator: the step's ``Estimator`` (or its name).
@@ -36,8 +38,10 @@ def bundle_decision(
     est = resolve(estimator)
     if not est.triggered:
         return xp.asarray(est.samples), xp.zeros((), xp.int32)
-    bundles = xp.asarray(pressing) | (xp.asarray(window) > 0)
-    next_window = xp.where(pressing, horizon - 1, xp.maximum(xp.asarray(window) - 1, 0)).astype(xp.int32)
+    window = xp.asarray(window)
+    opens = xp.asarray(pressing) & (window == 0)
+    bundles = opens | (window > 0)
+    next_window = xp.where(opens, horizon - 1, xp.maximum(window - 1, 0)).astype(xp.int32)
     return bundles, next_window
 
 
