@@ -25,6 +25,7 @@ class Block:
     num_samples: int
     nx: int
     nu: int
+    bundle_horizon: int  # BundleConfig.horizon: control steps of a bcg branch rollout
 
 
 def gradient_program(env, horizons: Sequence[int], batch_cotangents: bool = True) -> Callable:
@@ -124,6 +125,7 @@ class ModelRunner:
             env.stepper(estimator).num_samples,
             env.state_size,
             env.action_size,
+            env.stepper(estimator).config.horizon,
         )
 
     def reference(self, level: float, samples: int, sigma: Tuple[float, float], seed: int = 1) -> np.ndarray:

@@ -51,7 +51,9 @@ def block_rows(
                 **stats,
                 "bundled_fraction": bundled,
                 "num_samples": block.num_samples,
-                "sims_per_step": simulations_per_step(estimator, block.nx, block.nu, block.num_samples, bundled),
+                "sims_per_step": simulations_per_step(
+                    estimator, block.nx, block.nu, block.num_samples, bundled, block.bundle_horizon
+                ),
                 "ms_per_rollout_gradient": 1e3 * block.seconds_per_start,
                 "compile_s": block.compile_seconds,
                 "reference_samples": reference_samples,

@@ -14,7 +14,12 @@ from bcg_envs.gradients.registry import Estimator, resolve
 
 
 def simulations_per_step(
-    estimator: Union[str, Estimator], nx: int, nu: int, num_samples: int, bundled_fraction: float
+    estimator: Union[str, Estimator],
+    nx: int,
+    nu: int,
+    num_samples: int,
+    bundled_fraction: float,
+    horizon: int = 1,
 ) -> float:
     """Control-step evaluations per env step of a rollout gradient in reverse mode (the way
     the learners differentiate rollouts).
@@ -28,7 +33,8 @@ def simulations_per_step(
       fit) = 2 + B;
     * ``alpha``: zeroth's plus each sample's first-order Jacobian = 2 + B (1 + nx + nu);
     * ``bcg``: exact's on the steps it does not bundle, the bundle's on the
-      ``bundled_fraction`` it does.
+      ``bundled_fraction`` it does; with ``horizon > 1`` (branch rollouts) the forward
+      pass also steps the B branches: 1 + 3 B per bundled step.
 
     Each ``Estimator`` holds its own terms (``Estimator.bundle_simulations``).
 
@@ -37,7 +43,8 @@ def simulations_per_step(
       nx, nu: state (tangent) and action sizes.
       num_samples: branches / samples B per bundle (``env.stepper(estimator).num_samples``).
       bundled_fraction: fraction of env steps ``bcg`` bundled, in [0, 1].
+      horizon: ``BundleConfig.horizon``, control steps of a ``bcg`` branch rollout.
     """
     if not 0.0 <= bundled_fraction <= 1.0:
         raise ValueError(f"bundled_fraction must be in [0, 1], got {bundled_fraction}")
-    return resolve(estimator).simulations_per_step(nx, nu, num_samples, bundled_fraction)
+    return resolve(estimator).simulations_per_step(nx, nu, num_samples, bundled_fraction, horizon)

@@ -90,15 +90,17 @@ class Estimator:
         """``ValueError`` where ``n`` branches cannot give this estimator's fit (never for
         first-order estimators); ``BundleConfig.allow_underdetermined`` skips the check."""
 
-    def bundle_simulations(self, nx: int, nu: int, num_samples: int) -> float:
+    def bundle_simulations(self, nx: int, nu: int, num_samples: int, horizon: int = 1) -> float:
         """Control-step evaluations of one bundled env step in a reverse-mode rollout
-        gradient (``gradients.cost``)."""
+        gradient (``gradients.cost``); ``horizon`` is ``BundleConfig.horizon``."""
         raise NotImplementedError
 
-    def simulations_per_step(self, nx: int, nu: int, num_samples: int, bundled_fraction: float) -> float:
+    def simulations_per_step(
+        self, nx: int, nu: int, num_samples: int, bundled_fraction: float, horizon: int = 1
+    ) -> float:
         """Control-step evaluations per env step, ``bundled_fraction`` of the steps
         bundled (a triggered estimator's other steps are exact's)."""
-        bundled = self.bundle_simulations(nx, nu, num_samples)
+        bundled = self.bundle_simulations(nx, nu, num_samples, horizon)
         if not self.triggered:
             return bundled
         return EXACT_SIMULATIONS * (1 - bundled_fraction) + bundled * bundled_fraction
@@ -114,7 +116,7 @@ class Exact(Estimator):
     def bundled(self, ops: StepDerivatives[T]) -> T:
         return ops.exact()
 
-    def bundle_simulations(self, nx: int, nu: int, num_samples: int) -> float:
+    def bundle_simulations(self, nx: int, nu: int, num_samples: int, horizon: int = 1) -> float:
         return EXACT_SIMULATIONS
 
 
@@ -128,14 +130,16 @@ class FirstOrderBundle(Estimator):
     def bundled(self, ops: StepDerivatives[T]) -> T:
         return ops.first_order()
 
-    def bundle_simulations(self, nx: int, nu: int, num_samples: int) -> float:
-        return 1.0 + 2.0 * num_samples
+    def bundle_simulations(self, nx: int, nu: int, num_samples: int, horizon: int = 1) -> float:
+        rolled = num_samples if self.rolls_branches(horizon) else 0
+        return 1.0 + 2.0 * num_samples + rolled
 
 
 @dataclasses.dataclass(frozen=True)
 class BundledContactGradient(FirstOrderBundle):
     """``bundle`` of contact-local branches where the contact trigger fires, exact
-    elsewhere; with ``horizon > 1`` the branches are rolled over the window."""
+    elsewhere; with ``horizon > 1`` the branches are rolled over the window, and the
+    forward pass steps them too: 1 + 3 B per bundled step."""
 
     name: str = "bcg"
     triggered: bool = True
@@ -162,7 +166,7 @@ class ZerothOrderBundle(Estimator):
                 f"2 * (nx + nu), or set allow_underdetermined=True for the minimum-norm fit"
             )
 
-    def bundle_simulations(self, nx: int, nu: int, num_samples: int) -> float:
+    def bundle_simulations(self, nx: int, nu: int, num_samples: int, horizon: int = 1) -> float:
         return 2.0 + num_samples
 
 
@@ -188,7 +192,7 @@ class AlphaOrderBundle(Estimator):
                 f"(the zeroth-order fit alone)"
             )
 
-    def bundle_simulations(self, nx: int, nu: int, num_samples: int) -> float:
+    def bundle_simulations(self, nx: int, nu: int, num_samples: int, horizon: int = 1) -> float:
         return 2.0 + num_samples * (1 + nx + nu)
 
 

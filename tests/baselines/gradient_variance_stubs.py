@@ -38,7 +38,7 @@ class StubRunner:
         scale = {"exact": 1.0, "bcg": 0.5, "bundle": 1e9}[estimator]
         n, t, _ = self.starts.actions.shape
         bundled = np.zeros((n, t), bool) if estimator == "exact" else np.ones((n, t), bool)
-        return Block(self._grads(scale, 1), bundled, 1e-3, 2.0, 10, 10, 2)
+        return Block(self._grads(scale, 1), bundled, 1e-3, 2.0, 10, 10, 2, 2)
 
 
 def stub_starts(n=8, t=4):

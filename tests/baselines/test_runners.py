@@ -101,6 +101,9 @@ def test_every_algorithm_runs_end_to_end(tmp_path, algo, monkeypatch):
         assert last["skipped_updates"] >= 0 and 0.0 <= last["bundled_fraction"] <= 1.0
         if algo == "shac_exact":
             assert last["bundled_fraction"] == 0.0
+        # bcg's default bundle (B = 10 branches rolled H = 2 steps): 1 + 3 B per bundled step.
+        bundled_cost = 31.0 if algo == "shac_bcg" else 3.0
+        assert per_step == pytest.approx(3.0 + last["bundled_fraction"] * (bundled_cost - 3.0))
     else:
         assert math.isnan(last["skipped_updates"]) and math.isnan(last["bundled_fraction"])
 

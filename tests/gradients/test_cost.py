@@ -15,6 +15,10 @@ def test_simulation_counts_follow_the_estimators_cost_model():
     assert simulations_per_step("bcg", nx, nu, n, 0.0) == 3
     assert simulations_per_step("bcg", nx, nu, n, 1.0) == 21
     assert simulations_per_step("bcg", nx, nu, n, 0.5) == 12
+    # With branch rollouts (H > 1) the forward pass also steps the branches: 1 + 3 B.
+    assert simulations_per_step("bcg", nx, nu, n, 1.0, horizon=2) == 31
+    assert simulations_per_step("bcg", nx, nu, n, 0.5, horizon=2) == 17
+    assert simulations_per_step("bundle", nx, nu, n, 1.0, horizon=2) == 21  # one-step bundles only
 
 
 def test_bad_arguments_are_named():

@@ -49,7 +49,14 @@ def simulation_cost(
     if not hasattr(env, "stepper"):
         return lambda bundled_fraction: simulations_per_step("exact", 0, 0, 0, 0.0)
     stepper = env.stepper(estimator, bundle)
-    return functools.partial(simulations_per_step, stepper.estimator, stepper.nx, stepper.nu, stepper.num_samples)
+    return functools.partial(
+        simulations_per_step,
+        stepper.estimator,
+        stepper.nx,
+        stepper.nu,
+        stepper.num_samples,
+        horizon=stepper.config.horizon,
+    )
 
 
 def step_fn(env: Any, estimator: Optional[Union[str, Estimator]] = None, bundle: Any = None) -> Callable:
