@@ -24,8 +24,9 @@ The env checks both arguments. Steps with contact are grouped by what happens ph
 * ``sustained``: contact at this and the previous step: pushing, a steady grasp, stance.
 
 For each group it prints quantiles of the force, the rise and the single-contact force and
-the fraction of steps each trigger (``BundleConfig.trigger``) bundles at the task's default
-threshold (``bundled_point``: ``trigger="point"``, the paper's), and appends the rows to
+the fraction of steps at which each trigger (``BundleConfig.trigger``) fires at the task's
+default threshold (columns ``bundled_*``; ``bundled_point``: ``trigger="point"``, the
+paper's; ``bcg`` bundles each such step and the ``horizon - 1`` after it), and appends the rows to
 ``baselines/results/contact_events.csv``.
 """
 
@@ -48,7 +49,7 @@ RESULTS = Path(__file__).resolve().parent / "results" / "contact_events.csv"
 CONTACT_N = 0.05
 TASKS = ("BoxPush-v0", "PlanarHand-v0", "G1Squat-v0", "G1Jump-v0", "G1Kick-v0")
 #: The measured (numeric) columns of a row: event-force, rise and single-contact-force
-#: quantiles (N), the threshold (N) and the fractions each trigger bundles (``point``: a
+#: quantiles (N), the threshold (N) and the fractions at which each trigger fires (``point``: a
 #: single contact's force above the threshold, ``trigger="point"``). Rows written before the
 #: single-contact columns existed leave them blank.
 MEASURED = (
@@ -204,8 +205,8 @@ def table(rows: List[Dict[str, object]]) -> str:
     points = any(measured(r) for r in rows)
     head = "| env | contact | policy | group | steps | force p50 / p90 / p99 (N) | rise p50 / p90 / p99 (N) | "
     head += "single contact p50 / p90 / p99 (N) | " if points else ""
-    head += "threshold (N) | bundled: force | bundled: onset |"
-    head += " bundled: single contact |" if points else ""
+    head += "threshold (N) | fires: force | fires: onset |"
+    head += " fires: single contact |" if points else ""
     lines = [head, "|---" * (head.count("|") - 1) + "|"]
     for r in rows:
         line = (

@@ -152,3 +152,23 @@ def test_sampled_contacts_is_one_rule_on_both_array_modules(xp):
     assert some.tolist() == [False, False, True, False]
     assert none.tolist() == [False, True, True, True]
     assert empty.shape == (0,)
+
+
+@pytest.mark.parametrize("points", [1, 4])
+def test_cartesian_draws_are_per_point_so_a_shared_body_moves_sigma_over_sqrt_n(points):
+    """Each contact point draws its own displacement; on a body that several points share
+    (a G1 foot's four spheres), the damped pseudo-inverse fits one motion to them: the
+    body moves by ``state_sigma / sqrt(points)`` (docs/estimators.md)."""
+    jacobian = np.tile(np.eye(3), (points, 1))  # the points of one body with 3 translational dofs
+    chain = contact_chain(jacobian, 1e-4, xp=np)
+    rng = np.random.default_rng(0)
+    sigma = (0.01, 0.02)
+    draws = [
+        chain_offsets(
+            chain, "cartesian", sigma, rng.standard_normal(3 * points), rng.standard_normal(3 * points), xp=np
+        )
+        for _ in range(4000)
+    ]
+    dq, dv = (np.array([d[k] for d in draws]) for k in (0, 1))
+    np.testing.assert_allclose(dq.std(axis=0), sigma[0] / np.sqrt(points), rtol=0.05)
+    np.testing.assert_allclose(dv.std(axis=0), sigma[1] / np.sqrt(points), rtol=0.05)
