@@ -243,11 +243,12 @@ def run_brax_ppo(
     env_id: str, steps: int, seed: int, cfg: dict, evals: int, recorder: Recorder, checkpoint_dir: Optional[Path] = None
 ) -> None:
     """Brax PPO on the JAX env; its own evaluation is off (``run_evals=False``) and each
-    evaluation point's policy is scored by the protocol (``policy_params_fn``). No resume:
-    an interrupted run starts again."""
+    evaluation point's policy is scored by the protocol (``policy_params_fn``). Episodes
+    restart from ``env.reset`` at fresh keys (``brax_training_wrapper``), as for the other
+    learners. No resume: an interrupted run starts again."""
     from brax.training.agents.ppo import train as ppo
 
-    from bcg_envs.compat import enable_brax
+    from bcg_envs.compat import brax_training_wrapper, enable_brax
 
     enable_brax()
 
@@ -263,6 +264,7 @@ def run_brax_ppo(
         num_evals=evals + 1,
         seed=seed,
         run_evals=False,
+        wrap_env_fn=brax_training_wrapper,
         policy_params_fn=lambda step, make_policy, params: recorder.record(
             step, jax_policy(make_policy, params), FORWARD_ONLY * step
         ),
@@ -299,10 +301,10 @@ def run_brax_apg(
 ) -> None:
     """Brax APG on the JAX env (``exact`` gradients). It returns its policy only at the end,
     so its one row is the final policy's score (Brax's own intermediate evaluations are not
-    used). No resume."""
+    used). Episodes restart from ``env.reset`` (``brax_training_wrapper``). No resume."""
     from brax.training.agents.apg import train as apg
 
-    from bcg_envs.compat import enable_brax
+    from bcg_envs.compat import brax_training_wrapper, enable_brax
     from bcg_envs.gradients.cost import simulations_per_step
 
     enable_brax()
@@ -318,6 +320,7 @@ def run_brax_apg(
         num_evals=1,
         num_eval_envs=1,
         seed=seed,
+        wrap_env_fn=brax_training_wrapper,
         **params,
     )
     env_steps = updates * steps_per_update

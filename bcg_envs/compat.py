@@ -30,3 +30,52 @@ def enable_brax() -> List[str]:
             _BRAX_SHIMMED.append(name)
     _brax_done = True
     return list(_BRAX_SHIMMED)
+
+
+def brax_training_wrapper(env, episode_length: int = 1000, action_repeat: int = 1, randomization_fn=None):
+    """Brax's training wrappers with an autoreset that starts every episode afresh: pass it
+    as ``wrap_env_fn=`` to a Brax trainer (``brax.training.agents.ppo.train``).
+
+    Brax's ``AutoResetWrapper`` restores each env's first state and observation instead of
+    calling ``reset``, and leaves the env's ``info`` as the last episode ended it. On these
+    tasks that trains on ``num_envs`` start states for the whole run (BoxPush's box, goal
+    and pusher, PlanarHand's target, G1's push and randomization are drawn once), and on
+    G1 the episode's step counter, which indexes the reference clip, keeps counting. This
+    wrapper keeps Brax's vmap and ``EpisodeWrapper`` (``steps``, ``truncation``, episode
+    metrics) and replaces each ended env's state by ``env.reset`` at a fresh key
+    (``fold_in(info["rng"], 1)``, as SHAC and the Gymnasium envs do), so every episode
+    draws its own start. The reset runs only at steps where some env ended.
+    """
+    import jax
+    import jax.numpy as jnp
+    from brax.envs.wrappers import training
+
+    if randomization_fn is None:
+        batched = training.VmapWrapper(env)
+    else:
+        batched = training.DomainRandomizationVmapWrapper(env, randomization_fn)
+
+    class FreshAutoReset(training.Wrapper):
+        def step(self, state, action):
+            if "steps" in state.info:  # EpisodeWrapper counts from 0 again after an ended episode
+                steps = state.info["steps"]
+                state.info.update(steps=jnp.where(state.done, jnp.zeros_like(steps), steps))
+            state = self.env.step(state.replace(done=jnp.zeros_like(state.done)), action)
+            ended = state.done > 0
+
+            def fresh_starts(s):
+                keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(s.info["rng"])
+                fresh = batched.reset(jax.lax.stop_gradient(keys))
+                episode_info = {k: v for k, v in s.info.items() if k not in fresh.info}  # Brax's own keys
+                fresh = fresh.replace(
+                    info={**fresh.info, **episode_info}, reward=s.reward, done=s.done, metrics=s.metrics
+                )
+
+                def pick(a, b):
+                    return jnp.where(ended.reshape(ended.shape + (1,) * (a.ndim - 1)), a, b)
+
+                return jax.tree.map(pick, fresh, s)
+
+            return jax.lax.cond(jnp.any(ended), fresh_starts, lambda s: s, state)
+
+    return FreshAutoReset(training.EpisodeWrapper(batched, episode_length, action_repeat))
