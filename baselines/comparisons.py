@@ -247,7 +247,7 @@ COMPARISONS: Dict[str, Comparison] = {
             "--evals 8 --out $O\n"
             "python -m baselines.compare --env G1Jump-v0 --config $C --algos shac_exact --seeds 0 1 2 --steps 262144 "
             "--evals 8 --out $O\n"
-            "python -m baselines.final_scores --env G1Jump-v0 --steps 262144 --out $O",
+            "python -m baselines.final_scores --env G1Jump-v0 --config $C --steps 262144 --out $O",
             _CFG + "G1Jump-v0.tuned.json",
         ),
         Comparison(
@@ -259,7 +259,8 @@ COMPARISONS: Dict[str, Comparison] = {
             "cp baselines/results/G1Jump-v0/tuned/sb3_ppo_seed*.csv $O/   # SB3 PPO's config is tuned/'s\n"
             "python -m baselines.compare --env G1Jump-v0 --config baselines/configs/G1Jump-v0.zero_start.json \\\n"
             "    --algos shac_exact --seeds 0 1 2 --steps 262144 --evals 8 --out $O\n"
-            "python -m baselines.final_scores --env G1Jump-v0 --steps 262144 --out $O",
+            "python -m baselines.final_scores --env G1Jump-v0 --config baselines/configs/G1Jump-v0.zero_start.json \\\n"
+            "    --steps 262144 --out $O",
             _CFG + "G1Jump-v0.zero_start.json",
         ),
         _g1_moreau(300),

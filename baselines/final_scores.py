@@ -15,16 +15,22 @@ Under a kappa contact model (MJX only) the MJX columns are that model and the Mu
 columns MuJoCo's own contact (``protocol.mujoco_contact_kwargs``): the transfer the BCG
 paper checks.
 
-Writes ``final_scores.csv`` (one row per run; a rerun scores only the runs it lacks) and ``final_scores.md`` (per algorithm and
-simulator: success pooled over every seed's episodes with its 95 % Wilson interval; falls
-per episode, tracking error in cm and joint error in rad as mean +- standard deviation over
-seeds).
+Writes ``final_scores.csv`` (one row per run, with the ``env_kwargs`` it was scored under;
+a rerun scores only the runs it lacks, and refuses a file scored under other env kwargs or
+episode counts) and ``final_scores.md`` (per algorithm and simulator: success as the seed
+mean with a 95 % bootstrap interval over seeds and pooled over every seed's episodes with
+its 95 % Wilson interval; falls per episode and the tracking error (cm) of the episodes
+that did not fall, as seed means with bootstrap intervals). A fallen episode's tracking
+error covers only its steps before the fall, so the table reports the error of the
+episodes that ran the whole clip.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import json
+import math
 import re
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence
@@ -32,11 +38,21 @@ from typing import Callable, Dict, List, Optional, Sequence
 import numpy as np
 
 from baselines import protocol, run_csv
+from baselines.seed_stats import seed_interval
 from bcg_envs.stats import format_success, success_summary
 
 #: CSV columns: the run, then each simulator's metrics (``_mjx``: MJX).
-METRICS = ("success_rate", "falls", "completed", "tracking_error_cm", "joint_error_rad")
-COLUMNS = ("algo", "seed", "env_steps", "episodes") + tuple(f"{m}{s}" for s in ("", "_mjx") for m in METRICS)
+METRICS = (
+    "success_rate",
+    "falls",
+    "completed",
+    "tracking_error_cm",
+    "joint_error_rad",
+    "tracking_error_cm_no_fall",
+    "joint_error_rad_no_fall",
+)
+KEY = ("algo", "seed", "env_steps", "episodes", "env_kwargs")
+COLUMNS = KEY + tuple(f"{m}{s}" for s in ("", "_mjx") for m in METRICS)
 RUN_CSV = re.compile(r"^(?P<algo>[a-z0-9_]+)_seed(?P<seed>\d+)\.csv$")
 
 
@@ -103,6 +119,21 @@ def read_scores(path: Path) -> List[dict]:
         return list(csv.DictReader(f))
 
 
+def kwargs_key(env_kwargs: Optional[Dict[str, object]]) -> str:
+    """The ``env_kwargs`` column: the scored env's keyword arguments as sorted JSON."""
+    return json.dumps(env_kwargs or {}, sort_keys=True)
+
+
+def _run(row: dict) -> tuple:
+    return row["algo"], int(row["seed"]), int(row["env_steps"])
+
+
+def _measured(row: dict) -> bool:
+    """Whether ``row`` holds every metric of ``METRICS`` (rows from before a metric existed
+    lack it)."""
+    return all(row.get(f"{m}{s}") not in (None, "") for s in ("", "_mjx") for m in METRICS)
+
+
 def score_runs(
     env_id: str,
     out_dir: Path,
@@ -114,14 +145,16 @@ def score_runs(
 ) -> List[dict]:
     """One row of ``COLUMNS`` per final policy of a complete run in ``out_dir``
     (``sim_to_sim`` on both simulators, the env made with the runs' ``env_kwargs``),
-    skipping runs ``done`` already scored with the same env steps and episodes."""
+    skipping runs ``done`` already scored with every metric, the same env steps, episodes
+    and env kwargs."""
     import gymnasium as gym
 
     from bcg_envs.registry import NAMESPACE, short_name
     from bcg_envs.sim2sim import sim_to_sim
 
-    scored = {(r["algo"], int(r["seed"]), int(r["env_steps"]), int(r["episodes"])) for r in done}
-    todo = [run for run in final_runs(out_dir, steps) if (run[0], run[1], run[3], episodes) not in scored]
+    key = kwargs_key(env_kwargs)
+    scored = {_run(r) for r in done if _measured(r) and int(r["episodes"]) == episodes and r.get("env_kwargs") == key}
+    todo = [run for run in final_runs(out_dir, steps) if (run[0], run[1], run[3]) not in scored]
     if not todo:
         return []
     env_kwargs = env_kwargs or {}
@@ -135,37 +168,55 @@ def score_runs(
     try:
         for algo, run_seed, ckpt, run_steps in todo:
             result = sim_to_sim(mjx_env, POLICIES[algo](ckpt), episodes=episodes, seed=seed, mujoco_env=mujoco_env)
-            row = dict(algo=algo, seed=run_seed, env_steps=run_steps, episodes=episodes)
+            row = dict(algo=algo, seed=run_seed, env_steps=run_steps, episodes=episodes, env_kwargs=key)
             row.update({f"{m}{s}": result[f"{m}{s}"] for s in ("", "_mjx") for m in METRICS})
-            print(f"{algo} seed {run_seed}: " + ", ".join(f"{k} {row[k]:.3g}" for k in COLUMNS[4:]), flush=True)
+            print(f"{algo} seed {run_seed}: " + ", ".join(f"{k} {row[k]:.3g}" for k in COLUMNS[len(KEY) :]), flush=True)
             rows.append(row)
     finally:
         mjx_env.close()
     return rows
 
 
+def _seed_mean(values: Sequence[float], digits: int, scale: float = 1.0, unit: str = "") -> str:
+    """``"mean [low, high]"`` over the seeds with a value (``seed_interval``), ``"—"`` for none."""
+    finite = [scale * v for v in values if math.isfinite(v)]
+    if not finite:
+        return "—"
+    mean, low, high = seed_interval(finite)
+    text = f"{mean:.{digits}f}{unit}" + ("" if math.isnan(low) else f" [{low:.{digits}f}, {high:.{digits}f}]")
+    return text + (f" ({len(finite)} of {len(values)} seeds)" if len(finite) < len(values) else "")
+
+
 def table(rows: List[dict]) -> str:
-    """Per algorithm, both simulators: success pooled over seeds [95 % CI], falls per
-    episode and tracking error (cm), mean +- std over seeds."""
+    """Per algorithm, both simulators: success as the seed mean [95 % bootstrap over seeds]
+    and pooled over every seed's episodes [95 % Wilson]; falls per episode and the errors of
+    the episodes without a fall, as seed means [95 % bootstrap] ("—" where not measured)."""
+    runs_seen = [(r["algo"], int(r["seed"])) for r in rows]
+    if len(set(runs_seen)) < len(runs_seen):
+        raise ValueError(
+            "final scores hold one run twice (another budget or episode count): score one setting per file"
+        )
     lines = [
-        "| algorithm | seeds | simulator | success [95 % CI] | falls per episode | tracking error (cm) | joint error (rad) |",
-        "|---|---|---|---|---|---|---|",
+        "| algorithm | seeds | simulator | success, seed mean [95 % bootstrap] | success, pooled episodes "
+        "[95 % Wilson] | falls per episode | tracking error without a fall (cm) | joint error without a fall (rad) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for algo in sorted({r["algo"] for r in rows}):
         runs = [r for r in rows if r["algo"] == algo]
         for name, sfx in (("MuJoCo C", ""), ("MJX", "_mjx")):
-            wins = int(round(sum(float(r[f"success_rate{sfx}"]) * int(r["episodes"]) for r in runs)))
+            rates = [float(r[f"success_rate{sfx}"]) for r in runs]
+            wins = int(round(sum(rate * int(r["episodes"]) for rate, r in zip(rates, runs))))
             n = sum(int(r["episodes"]) for r in runs)
-            success = format_success(success_summary([True] * wins + [False] * (n - wins)))
+            pooled = format_success(success_summary([True] * wins + [False] * (n - wins)))
 
-            def stat(key: str, digits: int = 2) -> str:
-                values = np.asarray([float(r[f"{key}{sfx}"]) for r in runs])
-                return f"{values.mean():.{digits}f} +- {values.std():.{digits}f}"
+            def values(key: str) -> List[float]:
+                return [float(r.get(f"{key}{sfx}") or "nan") for r in runs]
 
-            falls = np.asarray([float(r[f"falls{sfx}"]) / int(r["episodes"]) for r in runs])
+            falls = [float(r[f"falls{sfx}"]) / int(r["episodes"]) for r in runs]
             lines.append(
-                f"| {algo} | {len(runs)} | {name} | {success} | {falls.mean():.2f} +- {falls.std():.2f} | "
-                f"{stat('tracking_error_cm', 1)} | {stat('joint_error_rad', 3)} |"
+                f"| {algo} | {len(runs)} | {name} | {_seed_mean(rates, 1, 100.0, ' %')} | {pooled} | "
+                f"{_seed_mean(falls, 2)} | {_seed_mean(values('tracking_error_cm_no_fall'), 1)} | "
+                f"{_seed_mean(values('joint_error_rad_no_fall'), 3)} |"
             )
     return "\n".join(lines) + "\n"
 
@@ -179,14 +230,23 @@ def main(argv: Optional[List[str]] = None) -> str:
     )
     parser.add_argument("--episodes", type=int, default=protocol.EVAL_EPISODES)
     parser.add_argument(
-        "--config", default=None, help="the runs' config, for its env_kwargs (default: baselines/configs/<env>.json)"
+        "--config", required=True, help="the runs' config, as baselines.compare was given it (for its env_kwargs)"
     )
     args = parser.parse_args(argv)
     env_kwargs = protocol.env_kwargs_of(protocol.load_config(args.env, args.config))
     out_dir = Path(args.out)
     path = out_dir / "final_scores.csv"
-    done = [r for r in read_scores(path) if int(r["episodes"]) == args.episodes]
-    rows = done + score_runs(args.env, out_dir, args.steps, episodes=args.episodes, done=done, env_kwargs=env_kwargs)
+    done = read_scores(path)
+    for r in done:
+        if r.get("env_kwargs") != kwargs_key(env_kwargs) or int(r["episodes"]) != args.episodes:
+            raise SystemExit(
+                f"{path} holds {r['algo']} seed {r['seed']} scored with env_kwargs {r.get('env_kwargs')} and "
+                f"{r['episodes']} episodes; this command asks for {kwargs_key(env_kwargs)} and {args.episodes}: "
+                "pass the runs' --config and --episodes, or move the file to score anew"
+            )
+    new = score_runs(args.env, out_dir, args.steps, episodes=args.episodes, done=done, env_kwargs=env_kwargs)
+    rescored = {_run(r) for r in new}
+    rows = [r for r in done if _run(r) not in rescored] + new
     if not rows:
         raise SystemExit(f"no complete run with a checkpointed final policy in {out_dir}")
     with path.open("w", newline="") as f:

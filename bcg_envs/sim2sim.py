@@ -2,8 +2,8 @@
 
 ``sim_to_sim(env, policy)`` runs a policy (NumPy observation -> action) on the task's
 Gymnasium env of each physics backend: ``GymEnv`` over MJX (float32) and over MuJoCo C
-(``backend="mujoco"``, float64), both wrapping the same JAX env (config, contact stiffness, timestep)
-and reset with the same seeds (``seed + i`` for episode ``i``), so both start from the same
+(``backend="mujoco"``, float64), both wrapping the same JAX env (config, contact stiffness, timestep;
+``mujoco_env`` below replaces the MuJoCo C side's) and reset with the same seeds (``seed + i`` for episode ``i``), so both start from the same
 state and task info. Observation, reward, per-episode metrics and success are the task's
 own code on both backends; only the simulator differs. A policy trained under a kappa
 contact model (``contact_model="penalty"`` or ``"moreau"``, which MuJoCo C does not
@@ -120,8 +120,11 @@ def sim_to_sim(
       ``falls`` / ``falls_mjx``: episodes whose pelvis fell below ``fall_height`` (or whose
       simulation diverged);
       ``tracking_error_cm`` / ``tracking_error_cm_mjx``: mean over key bodies and steps of
-      the distance to the reference key-body positions, averaged over episodes;
+      the distance to the reference key-body positions, averaged over episodes (an episode
+      that fell counts its steps up to the fall, not the rest of the clip);
       ``joint_error_rad`` / ``joint_error_rad_mjx``: mean |q - q_ref| over joints and steps;
+      ``tracking_error_cm_no_fall``, ``joint_error_rad_no_fall`` (and ``_mjx``): the same
+      over the episodes that did not fall, which ran the whole clip (NaN if every one fell);
       ``completed`` / ``completed_mjx``: episodes whose reference reached its last frame
       without a fall; ``success_rate`` / ``success_rate_mjx``: fraction of episodes the
       task scores a success at their last step (never when ``max_steps`` cuts the episode
@@ -175,17 +178,7 @@ def sim_to_sim(
         row["obs_reset_max_abs_diff"] = float(np.max(np.abs(c["first_obs"] - x["first_obs"])))
         per_episode.append(row)
 
-    def mean(key: str) -> float:
-        return float(np.mean([e[key] for e in per_episode]))
-
-    out: Dict[str, Any] = {"episodes": episodes}
-    for suffix in ("", "_mjx"):
-        out[f"falls{suffix}"] = int(sum(e[f"fell{suffix}"] for e in per_episode))
-        out[f"completed{suffix}"] = int(sum(e[f"completed{suffix}"] for e in per_episode))
-        out[f"success_rate{suffix}"] = mean(f"success{suffix}")
-        out[f"tracking_error_cm{suffix}"] = mean(f"tracking_error_cm{suffix}")
-        out[f"joint_error_rad{suffix}"] = mean(f"joint_error_rad{suffix}")
-        out[f"penetration_mm{suffix}"] = mean(f"penetration_mm{suffix}")
+    out = episode_summary(per_episode)
     out.update(
         penetration_diff_mm=out["penetration_mm"] - out["penetration_mm_mjx"],
         obs_reset_max_abs_diff=max(e["obs_reset_max_abs_diff"] for e in per_episode),
@@ -193,6 +186,30 @@ def sim_to_sim(
         steps_mjx=[e["steps_mjx"] for e in per_episode],
         per_episode=per_episode,
     )
+    return out
+
+
+def episode_summary(per_episode: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """``sim_to_sim``'s aggregates of its per-episode rows (keys without a suffix: MuJoCo C;
+    ``_mjx``: MJX): fall and completion counts, success rate, and the errors' means over
+    every episode and over the episodes that did not fall (``*_no_fall``, NaN if none)."""
+
+    def mean(key: str) -> float:
+        return float(np.mean([e[key] for e in per_episode]))
+
+    def mean_no_fall(key: str, suffix: str) -> float:
+        values = [e[key + suffix] for e in per_episode if not e["fell" + suffix]]
+        return float(np.mean(values)) if values else float("nan")
+
+    out: Dict[str, Any] = {"episodes": len(per_episode)}
+    for suffix in ("", "_mjx"):
+        out[f"falls{suffix}"] = int(sum(e[f"fell{suffix}"] for e in per_episode))
+        out[f"completed{suffix}"] = int(sum(e[f"completed{suffix}"] for e in per_episode))
+        out[f"success_rate{suffix}"] = mean(f"success{suffix}")
+        for key in ("tracking_error_cm", "joint_error_rad"):
+            out[f"{key}{suffix}"] = mean(f"{key}{suffix}")
+            out[f"{key}_no_fall{suffix}"] = mean_no_fall(key, suffix)
+        out[f"penetration_mm{suffix}"] = mean(f"penetration_mm{suffix}")
     return out
 
 
