@@ -20,9 +20,9 @@ a rerun scores only the runs it lacks, and refuses a file scored under other env
 episode counts) and ``final_scores.md`` (per algorithm and simulator: success as the seed
 mean with a 95 % bootstrap interval over seeds and pooled over every seed's episodes with
 its 95 % Wilson interval; falls per episode and the tracking error (cm) of the episodes
-that did not fall, as seed means with bootstrap intervals). A fallen episode's tracking
-error covers only its steps before the fall, so the table reports the error of the
-episodes that ran the whole clip.
+that did not fall and of every episode, as seed means with bootstrap intervals). A fallen
+episode's tracking error covers only its steps before the fall, so the two differ where
+episodes fall.
 """
 
 from __future__ import annotations
@@ -189,8 +189,9 @@ def _seed_mean(values: Sequence[float], digits: int, scale: float = 1.0, unit: s
 
 def table(rows: List[dict]) -> str:
     """Per algorithm, both simulators: success as the seed mean [95 % bootstrap over seeds]
-    and pooled over every seed's episodes [95 % Wilson]; falls per episode and the errors of
-    the episodes without a fall, as seed means [95 % bootstrap] ("—" where not measured)."""
+    and pooled over every seed's episodes [95 % Wilson]; falls per episode and the tracking
+    error of the episodes without a fall and of every episode (a fallen one up to its fall),
+    as seed means [95 % bootstrap] ("—" where not measured)."""
     runs_seen = [(r["algo"], int(r["seed"])) for r in rows]
     if len(set(runs_seen)) < len(runs_seen):
         raise ValueError(
@@ -198,7 +199,8 @@ def table(rows: List[dict]) -> str:
         )
     lines = [
         "| algorithm | seeds | simulator | success, seed mean [95 % bootstrap] | success, pooled episodes "
-        "[95 % Wilson] | falls per episode | tracking error without a fall (cm) | joint error without a fall (rad) |",
+        "[95 % Wilson] | falls per episode | tracking error, episodes without a fall (cm) | tracking error, "
+        "every episode up to its end or fall (cm) |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for algo in sorted({r["algo"] for r in rows}):
@@ -216,7 +218,7 @@ def table(rows: List[dict]) -> str:
             lines.append(
                 f"| {algo} | {len(runs)} | {name} | {_seed_mean(rates, 1, 100.0, ' %')} | {pooled} | "
                 f"{_seed_mean(falls, 2)} | {_seed_mean(values('tracking_error_cm_no_fall'), 1)} | "
-                f"{_seed_mean(values('joint_error_rad_no_fall'), 3)} |"
+                f"{_seed_mean(values('tracking_error_cm'), 1)} |"
             )
     return "\n".join(lines) + "\n"
 
