@@ -264,6 +264,7 @@ COMPARISONS: Dict[str, Comparison] = {
             _CFG + "G1Jump-v0.zero_start.json",
         ),
         _g1_moreau(300),
+        _g1_moreau(50),
         Comparison(
             "BoxPush-v0/probe_131k",
             _BOX,
