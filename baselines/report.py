@@ -131,8 +131,9 @@ class Page:
         gradient was non-finite or above ``max_grad_norm``; training env steps whose
         gradient ``bcg`` bundled). "—" where a learner has no such counter. Where the
         comparison has a ``final_scores.csv`` (``baselines.final_scores``), each run's final
-        policy also gets its falls per episode and tracking error (cm) in MJX and MuJoCo C
-        ("—" for a run it has not scored at that budget)."""
+        policy also gets its falls per episode and the tracking error (cm) of its episodes
+        without a fall in MJX and MuJoCo C ("—" for a run it has not scored at that budget,
+        or where every episode fell)."""
         c = COMPARISONS[key]
         budgets = c.budgets()
         scores = {
@@ -142,7 +143,7 @@ class Page:
         header = "| algorithm | seed | final success (%) | final return | skipped actor updates | bundled training steps (%) |"
         rule = "|---|---|---|---|---|---|"
         if scores:
-            header += " falls per episode, MJX / MuJoCo C | tracking error (cm), MJX / MuJoCo C |"
+            header += " falls per episode, MJX / MuJoCo C | tracking error without a fall (cm), MJX / MuJoCo C |"
             rule += "---|---|"
         lines = [header, rule]
         found = []
@@ -165,8 +166,9 @@ class Page:
                 else:
                     n = int(score["episodes"])
                     falls = [float(score[f"falls{sfx}"]) / n for sfx in ("_mjx", "")]
-                    error = [float(score[f"tracking_error_cm{sfx}"]) for sfx in ("_mjx", "")]
-                    line += f" {falls[0]:.2f} / {falls[1]:.2f} | {error[0]:.1f} / {error[1]:.1f} |"
+                    error = [float(score.get(f"tracking_error_cm_no_fall{sfx}") or "nan") for sfx in ("_mjx", "")]
+                    text = " / ".join("—" if math.isnan(e) else f"{e:.1f}" for e in error)
+                    line += f" {falls[0]:.2f} / {falls[1]:.2f} | {text} |"
             lines.append(line)
         return "\n".join(lines)
 

@@ -144,6 +144,7 @@ def test_run_table_lists_complete_runs_with_their_counters(tmp_path, monkeypatch
     # a score at another budget does not count.
     score = dict(algo="shac_exact", seed=10, env_steps=budget, episodes=8)
     score.update(falls=2, falls_mjx=0, tracking_error_cm=12.26, tracking_error_cm_mjx=3.5)
+    score.update(tracking_error_cm_no_fall=14.04, tracking_error_cm_no_fall_mjx=3.5)
     score.update(success_rate=0.5, success_rate_mjx=0.5, completed=6, completed_mjx=8)
     score.update(joint_error_rad=0.1, joint_error_rad_mjx=0.1)
     stale = dict(score, algo="sb3_ppo", seed=0, env_steps=budget // 2)
@@ -152,10 +153,12 @@ def test_run_table_lists_complete_runs_with_their_counters(tmp_path, monkeypatch
         writer.writeheader()
         writer.writerows([score, stale])
     table = report.Page().run_table(key).splitlines()
-    assert table[0].endswith("| falls per episode, MJX / MuJoCo C | tracking error (cm), MJX / MuJoCo C |")
+    assert table[0].endswith(
+        "| falls per episode, MJX / MuJoCo C | tracking error without a fall (cm), MJX / MuJoCo C |"
+    )
     assert table[2:] == [
         "| sb3_ppo | 0 | 50.0 | 260.0 | — | — | — | — |",
-        "| shac_exact | 10 | 25.0 | 250.0 | 3 | 4.0 | 0.00 / 0.25 | 3.5 / 12.3 |",
+        "| shac_exact | 10 | 25.0 | 250.0 | 3 | 4.0 | 0.00 / 0.25 | 3.5 / 14.0 |",
     ]
 
 
