@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import List
+from typing import Any, Callable, List, Optional
 
 #: Names re-exposed on the ``jax`` module by ``enable_brax`` (empty until it has run).
 _BRAX_SHIMMED: List[str] = []
@@ -32,7 +32,9 @@ def enable_brax() -> List[str]:
     return list(_BRAX_SHIMMED)
 
 
-def brax_training_wrapper(env, episode_length: int = 1000, action_repeat: int = 1, randomization_fn=None):
+def brax_training_wrapper(
+    env: Any, episode_length: int = 1000, action_repeat: int = 1, randomization_fn: Optional[Callable] = None
+) -> Any:
     """Brax's training wrappers with an autoreset that starts every episode afresh: pass it
     as ``wrap_env_fn=`` to a Brax trainer (``brax.training.agents.ppo.train``).
 
