@@ -44,13 +44,14 @@ def brax_training_wrapper(
     and pusher, PlanarHand's target, G1's push and randomization are drawn once), and on
     G1 the episode's step counter, which indexes the reference clip, keeps counting. This
     wrapper keeps Brax's vmap and ``EpisodeWrapper`` (``steps``, ``truncation``, episode
-    metrics) and replaces each ended env's state by ``env.reset`` at a fresh key
-    (``fold_in(info["rng"], 1)``, as SHAC and the Gymnasium envs do), so every episode
-    draws its own start. The reset runs only at steps where some env ended.
+    metrics) and replaces each ended env's state by ``env.reset`` at a fresh key through
+    the autoreset SHAC and the Gymnasium envs use (``bcg_envs.envs.autoreset``), so every
+    episode draws its own start. The reset runs only at steps where some env ended.
     """
-    import jax
     import jax.numpy as jnp
     from brax.envs.wrappers import training
+
+    from bcg_envs.envs.autoreset import autoreset
 
     if randomization_fn is None:
         batched = training.VmapWrapper(env)
@@ -63,21 +64,14 @@ def brax_training_wrapper(
                 steps = state.info["steps"]
                 state.info.update(steps=jnp.where(state.done, jnp.zeros_like(steps), steps))
             state = self.env.step(state.replace(done=jnp.zeros_like(state.done)), action)
-            ended = state.done > 0
 
-            def fresh_starts(s):
-                keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(s.info["rng"])
-                fresh = batched.reset(jax.lax.stop_gradient(keys))
-                episode_info = {k: v for k, v in s.info.items() if k not in fresh.info}  # Brax's own keys
-                fresh = fresh.replace(
-                    info={**fresh.info, **episode_info}, reward=s.reward, done=s.done, metrics=s.metrics
+            def fresh_starts(keys):  # this step's reward, done and Brax's episode keys stay
+                fresh = batched.reset(keys)
+                episode_info = {k: v for k, v in state.info.items() if k not in fresh.info}
+                return fresh.replace(
+                    info={**fresh.info, **episode_info}, reward=state.reward, done=state.done, metrics=state.metrics
                 )
 
-                def pick(a, b):
-                    return jnp.where(ended.reshape(ended.shape + (1,) * (a.ndim - 1)), a, b)
-
-                return jax.tree.map(pick, fresh, s)
-
-            return jax.lax.cond(jnp.any(ended), fresh_starts, lambda s: s, state)
+            return autoreset(state, fresh_starts, ended=state.done > 0, skip_if_none_ended=True)
 
     return FreshAutoReset(training.EpisodeWrapper(batched, episode_length, action_repeat))

@@ -2,9 +2,10 @@
 
 ``sim_to_sim(env, policy)`` runs a policy (NumPy observation -> action) on the task's
 Gymnasium env of each physics backend: ``GymEnv`` over MJX (float32) and over MuJoCo C
-(``backend="mujoco"``, float64), both wrapping the same JAX env (config, contact stiffness, timestep;
-``mujoco_env`` below replaces the MuJoCo C side's) and reset with the same seeds (``seed + i`` for episode ``i``), so both start from the same
-state and task info. Observation, reward, per-episode metrics and success are the task's
+(``backend="mujoco"``, float64), both wrapping the same JAX env (config, contact
+stiffness, timestep; ``mujoco_env`` below replaces the MuJoCo C side's) and reset with the
+same seeds (``seed + i`` for episode ``i``), so both start from the same state and task
+info. Observation, reward, per-episode metrics and success are the task's
 own code on both backends; only the simulator differs. A policy trained under a kappa
 contact model (``contact_model="penalty"`` or ``"moreau"``, which MuJoCo C does not
 simulate) transfers to MuJoCo C with MuJoCo's own contact: pass that env as

@@ -4,7 +4,7 @@ of ``backend="mjx"`` (``bcg_envs.mjx_backend``) and SHAC's rollout loss
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Optional
 
 import jax
 import jax.numpy as jnp
@@ -20,9 +20,15 @@ def episode_ended(state: State) -> jax.Array:
     return (state.done > 0) | state.info["truncated"]
 
 
-def autoreset(state: State, reset_batch: Callable[[jax.Array], State], *, skip_if_none_ended: bool = False) -> State:
-    """``state`` (leading axis ``num_envs``) with every ended env (``episode_ended``)
-    replaced by a fresh episode, the others kept as they are.
+def autoreset(
+    state: State,
+    reset_batch: Callable[[jax.Array], State],
+    *,
+    ended: Optional[jax.Array] = None,
+    skip_if_none_ended: bool = False,
+) -> State:
+    """``state`` (leading axis ``num_envs``) with every ended env (``ended``, by default
+    ``episode_ended``) replaced by a fresh episode, the others kept as they are.
 
     ``reset_batch`` is the env's batched reset (``jax.vmap(env.reset)``). An env's fresh
     key is ``fold_in(rng, 1)`` of its own ``info["rng"]``: reproducible from the seed,
@@ -33,7 +39,7 @@ def autoreset(state: State, reset_batch: Callable[[jax.Array], State], *, skip_i
     ``skip_if_none_ended`` skips the reset computation (``lax.cond``) in a step where no
     env ended: the same values, less work in a training loop. Under ``jax.vmap`` the
     ``cond`` becomes a select that computes both sides."""
-    ended = episode_ended(state)
+    ended = episode_ended(state) if ended is None else ended
 
     def reset(s: State) -> State:
         keys = jax.vmap(lambda k: jax.random.fold_in(k, 1))(s.info["rng"])

@@ -472,9 +472,9 @@ class DifferentiableStep:
     def _branch_window(self, contact, window):
         """``(start, active, next_window)`` of a step with branch rollouts: the window rule
         of ``bundle_decision``; a window ``start``s where the trigger fires outside one."""
-        start = jnp.any(self._pressing(contact)) & (window == 0)
-        active, next_window = bundle_decision(self.estimator, start, window, self.config.horizon)
-        return start, active, next_window
+        pressing = jnp.any(self._pressing(contact))
+        active, next_window = bundle_decision(self.estimator, pressing, window, self.config.horizon)
+        return pressing & (window == 0), active, next_window
 
     def _branching_primal(self, qpos, qvel, act, action, data0, key, window, branches):
         data0 = data0.replace(qpos=qpos, qvel=qvel, act=act)
