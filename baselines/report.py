@@ -18,12 +18,14 @@ across training seeds: one bad seed is many bad episodes. Beside it, each table 
 two seeds per algorithm gives the per-seed final values, their mean and a 95 % percentile
 bootstrap interval over seeds (``seed_interval``: resampling seeds with replacement,
 ``BOOTSTRAP_RESAMPLES`` resamples, a fixed RNG seed, so the page is deterministic). With
-three seeds that interval spans about the lowest to the highest seed. ``{{rliable:DIR}}``
+three seeds that interval spans the lowest to the highest seed, and a seed-level claim
+("apart", "ahead") needs ``MIN_SEEDS_TO_COMPARE`` (3) seeds per learner. ``{{rliable:DIR}}``
 adds the aggregates of Agarwal et al. (2021) from the ``rliable`` package: the
 interquartile mean (IQM) of final success with its stratified bootstrap interval, and the
-probability of improvement of each learner over each other (the chance that a random seed
+probability of improvement of each SHAC learner over each PPO learner (the chance that a random seed
 of one ends above a random seed of the other, ties counting half) with its interval
-(``RLIABLE_REPS`` resamples, a fixed seed).
+(``RLIABLE_REPS`` resamples, a fixed seed per row). Up to three seeds the IQM trims
+nothing: it is the seed mean.
 
 Placeholders (``{{kind:argument:...}}``): ``command:DIR``, ``table:DIR``, ``seeds:DIR``,
 ``figure:DIR`` (a comparison directory of ``COMPARISONS``); ``file:PATH`` (a generated
@@ -279,7 +281,7 @@ class Page:
         """The prose's claim that ``a`` is ahead of ``b``: both seed-level intervals, and a
         ValueError (no page) when ``a``'s interval is not entirely above ``b``'s."""
         va, vb, text = self._pair(key, metric, a, b)
-        if not seed_interval(va)[1] > seed_interval(vb)[2]:
+        if not (apart(va, vb) and seed_interval(va)[1] > seed_interval(vb)[2]):
             raise ValueError(
                 f"{key}: the prose says {a} is ahead of {b} in {metric}, but the seed-level "
                 f"intervals do not show it: {text}"

@@ -235,27 +235,33 @@ def _rliable_interval(
     scores: Dict[str, object], func: Callable[..., np.ndarray]
 ) -> Dict[str, Tuple[float, float, float]]:
     """(point estimate, lower, upper) per key of rliable's 95 % stratified percentile
-    bootstrap (``RLIABLE_REPS`` resamples, seeded with ``BOOTSTRAP_SEED``: deterministic)."""
+    bootstrap (``RLIABLE_REPS`` resamples). Each key is resampled from the RNG seeded with
+    ``BOOTSTRAP_SEED``, so a row's interval depends on its own scores only, not on the rows
+    computed before it."""
     import warnings
 
     from rliable import library as rly
 
+    out = {}
     # rliable 1.2's stratified resampling draws from NumPy's global RNG (its random_state
     # reaches only arch's generator), so the global state is seeded here and restored after.
     saved = np.random.get_state()
-    np.random.seed(BOOTSTRAP_SEED)
     try:
-        with warnings.catch_warnings():  # arch deprecates RandomState; it is still honoured
-            warnings.simplefilter("ignore", FutureWarning)
-            points, intervals = rly.get_interval_estimates(
-                scores, func, reps=RLIABLE_REPS, random_state=np.random.RandomState(BOOTSTRAP_SEED)
+        for key, value in scores.items():
+            np.random.seed(BOOTSTRAP_SEED)
+            with warnings.catch_warnings():  # arch deprecates RandomState; it is still honoured
+                warnings.simplefilter("ignore", FutureWarning)
+                points, intervals = rly.get_interval_estimates(
+                    {key: value}, func, reps=RLIABLE_REPS, random_state=np.random.RandomState(BOOTSTRAP_SEED)
+                )
+            out[key] = (
+                float(np.ravel(points[key])[0]),
+                float(intervals[key][0].ravel()[0]),
+                float(intervals[key][1].ravel()[0]),
             )
     finally:
         np.random.set_state(saved)
-    return {
-        k: (float(np.ravel(points[k])[0]), float(intervals[k][0].ravel()[0]), float(intervals[k][1].ravel()[0]))
-        for k in scores
-    }
+    return out
 
 
 def rliable_table(runs: Dict[str, List[List[run_csv.Row]]]) -> str:
@@ -292,8 +298,19 @@ def rliable_table(runs: Dict[str, List[List[run_csv.Row]]]) -> str:
     return "\n".join(lines)
 
 
+#: The fewest seeds per learner for a seed-level claim. At three seeds each the percentile
+#: interval is the seeds' range, so "ahead" means every seed above every seed of the other:
+#: for two learners with one distribution of final scores that happens in 1 of 20 draws.
+MIN_SEEDS_TO_COMPARE = 3
+
+
 def apart(a: Sequence[float], b: Sequence[float]) -> bool:
-    """Whether the seed-level bootstrap intervals of ``a`` and ``b`` are disjoint."""
+    """Whether the seed-level bootstrap intervals of ``a`` and ``b`` are disjoint. Raises
+    ``ValueError`` below ``MIN_SEEDS_TO_COMPARE`` seeds on either side."""
+    if min(len(a), len(b)) < MIN_SEEDS_TO_COMPARE:
+        raise ValueError(
+            f"a seed-level comparison needs {MIN_SEEDS_TO_COMPARE} seeds per learner, got {len(a)} and {len(b)}"
+        )
     _, la, ha = seed_interval(a)
     _, lb, hb = seed_interval(b)
     return ha < lb or hb < la

@@ -63,7 +63,8 @@ def summary_table(runs: Dict[str, List[List[Row]]], reference: str = "sb3_ppo") 
     reference's (PPO's) final return, env steps to
     50 % and 90 % of the best success any algorithm reached (medians over the seeds that
     reach it, how many do), simulated control steps, wall-clock to the end and to the two
-    success levels (only where every seed ran alone on its CPUs, ``cpu_clock.ran_alone``: otherwise
+    success levels (medians over the seeds that reach them, "(k/n)" where not every seed
+    does; only where every seed ran alone on its CPUs, ``cpu_clock.ran_alone``: otherwise
     the end's wall-clock is marked "shared" and the levels' are "—"), and the run's own
     CPU time. PPO's steps over SHAC's, with every seed counted (a seed that never reaches a
     level as inf) and an interval: ``seed_stats.gap_table``."""
@@ -96,8 +97,9 @@ def summary_table(runs: Dict[str, List[List[Row]]], reference: str = "sb3_ppo") 
             if best > 0:
                 value, hits = median_steps_to(seeds, level * best, "eval_success")
                 success_cells.append(_steps_text(value, hits, len(seeds)))
-                seconds, _ = median_steps_to([_by_wall_clock(r) for r in seeds], level * best, "eval_success")
-                wall_cells.append(f"{seconds:.0f}" if alone and seconds is not None else "—")
+                seconds, hits = median_steps_to([_by_wall_clock(r) for r in seeds], level * best, "eval_success")
+                reached = "" if hits == len(seeds) else f" ({hits}/{len(seeds)})"
+                wall_cells.append(f"{seconds:.0f}{reached}" if alone and seconds is not None else "—")
             else:
                 success_cells.append("— (no success)")
                 wall_cells.append("—")

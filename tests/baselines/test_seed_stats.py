@@ -54,6 +54,23 @@ def test_apart_is_disjoint_seed_intervals():
     assert not seed_stats.apart([0.30, 0.35, 0.40], [0.20, 0.38, 0.25])
 
 
+def test_apart_refuses_fewer_than_three_seeds():
+    """Two seeds' interval is their range: two learners could be called apart on 2 + 2 runs."""
+    with pytest.raises(ValueError, match="3 seeds per learner, got 2 and 3"):
+        seed_stats.apart([0.30, 0.40], [0.01, 0.02, 0.0])
+
+
+def test_apart_at_three_seeds_is_every_seed_above_every_seed():
+    """At three seeds the percentile interval is the seeds' range, so the rule's false-claim
+    rate for one named learner between two identical distributions is 1 / C(6, 3) = 1/20."""
+    rng = np.random.default_rng(1)
+    draws = rng.normal(size=(400, 6))
+    ahead = [seed_stats.apart(d[:3], d[3:]) and d[:3].min() > d[3:].max() for d in draws]
+    every_above = [d[:3].min() > d[3:].max() for d in draws]
+    assert ahead == every_above
+    assert abs(np.mean(every_above) - 1 / 20) < 0.03
+
+
 def _runs_with_final_success(values_per_algo):
     return {
         algo: [[{"eval_success": v, "eval_return": 0.0, "eval_episodes": 64}] for v in values]
@@ -86,6 +103,21 @@ def test_rliable_iqm_and_probability_of_improvement_match_hand_computation():
 def test_rliable_table_is_deterministic():
     runs = _runs_with_final_success({"brax_ppo": [0.1, 0.2, 0.0], "shac_bcg": [0.3, 0.5, 0.2]})
     assert seed_stats.rliable_table(runs) == seed_stats.rliable_table(runs)
+
+
+def test_a_rliable_row_depends_only_on_its_own_scores():
+    """A learner's interval is the same whether or not other learners' rows come first."""
+    shac = [0.3, 0.5, 0.2, 0.4, 0.35]
+    alone = seed_stats.rliable_table(_runs_with_final_success({"shac_bcg": shac, "brax_ppo": [0.1, 0.2, 0.0]}))
+    after = seed_stats.rliable_table(
+        _runs_with_final_success({"sb3_ppo": [0.6, 0.1, 0.9, 0.3], "shac_bcg": shac, "brax_ppo": [0.1, 0.2, 0.0]})
+    )
+
+    def row(text, name):
+        return next(line for line in text.splitlines() if line.startswith(f"| {name} |"))
+
+    assert row(alone, "shac_bcg") == row(after, "shac_bcg")
+    assert row(alone, "P(shac_bcg > brax_ppo)") == row(after, "P(shac_bcg > brax_ppo)")
 
 
 def test_simulators_table_gives_each_learner_its_own_simulator_beside_the_protocol():

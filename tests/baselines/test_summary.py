@@ -96,3 +96,30 @@ def test_the_gap_in_env_steps_to_the_best_success(tmp_path):
 def test_steps_to_reach_is_none_when_never_reached():
     rows = [dict(env_steps=1, wall_clock=0, eval_return=0.0)]
     assert summary.steps_to_reach(rows, 1.0) is None
+
+
+def test_wall_clock_to_a_level_says_how_many_seeds_reach_it(tmp_path):
+    """Two runs alone on their CPUs: both reach 50 % of the best success, one reaches 90 %;
+    the wall-clock cell is that seed's time with "(1/2)", as the env-steps cell is."""
+
+    def rows(points):
+        return [
+            dict(
+                env_steps=s,
+                sim_steps=s,
+                wall_clock=s / 100,
+                eval_return=0.0,
+                eval_success=p,
+                eval_length=200,
+                eval_episodes=64,
+                cpu_time=s / 100,
+                others_cpu_time=0.0,
+                cpus=1,
+            )
+            for s, p in points
+        ]
+
+    run_csv.write_csv(tmp_path / "sb3_ppo_seed0.csv", rows([(0, 0), (10_000, 0.6), (20_000, 1.0)]))
+    run_csv.write_csv(tmp_path / "sb3_ppo_seed1.csv", rows([(0, 0), (10_000, 0.6), (20_000, 0.6)]))
+    table = summary.summary_table(run_csv.read_runs(tmp_path))
+    assert "| 10,000 (2/2) | 20,000 (1/2) | 20,000 | 200 | 100 / 200 (1/2) | 200 |" in table
