@@ -9,6 +9,18 @@ from typing import List, Optional, Sequence, Tuple
 from baselines.comparisons import RESULTS
 from baselines.page_format import number, with_interval
 
+#: A mean gradient norm at which an estimator's rollout gradients have reached float32's
+#: range (largest finite value 3.4e38): there the backward pass zeroes each step whose
+#: derivative overflows, so the gradients are clipped, and their variance is not a measurement.
+FLOAT32_SATURATED = 1e36
+
+
+def _measured(row: dict, value: str, low: str, high: str) -> str:
+    """``value [low, high]`` of ``row``, or "float32 overflow" where its gradients saturated."""
+    if number(row["mean_grad_norm"]) >= FLOAT32_SATURATED:
+        return "float32 overflow"
+    return with_interval(row, value, low, high)
+
 
 def _gradient_head(first: str, others: Sequence[str]) -> List[str]:
     head = [
@@ -41,13 +53,13 @@ def _gradient_cells(rows: Sequence[dict], others: Sequence[str]) -> List[str]:
         low, high = min(fractions), max(fractions)
         bundled = f"{low:.0f}-{high:.0f} %" if round(low) != round(high) else f"{low:.0f} %"
     cells = [ex[64]["starts"] if ex[64] else "—"]
-    cells += [with_interval(ex[h], "variance", "variance_lo", "variance_hi") if ex[h] else "—" for h in (8, 32, 64)]
+    cells += [_measured(ex[h], "variance", "variance_lo", "variance_hi") if ex[h] else "—" for h in (8, 32, 64)]
     cells.append(f"{number(ex[64]['cosine_to_reference']):.2f}" if ex[64] else "—")
-    cells += [with_interval(bcg[h], "variance_ratio", "ratio_lo", "ratio_hi") if bcg[h] else "—" for h in (32, 64)]
+    cells += [_measured(bcg[h], "variance_ratio", "ratio_lo", "ratio_hi") if bcg[h] else "—" for h in (32, 64)]
     cells.append(bundled)
     for e in others:
         r = cell(e, 64)
-        cells.append(with_interval(r, "variance_ratio", "ratio_lo", "ratio_hi") if r else "—")
+        cells.append(_measured(r, "variance_ratio", "ratio_lo", "ratio_hi") if r else "—")
     return cells
 
 

@@ -75,3 +75,19 @@ def test_gradient_table_shows_one_contact_options_variant_across_levels(tmp_path
     variant = gradient_variance_tables.gradient_table("sweep", "penalty", "baumgarte=0").splitlines()[2:]
     assert built == ["| 300 | 8 | — | — | 9.0e9 | 0.50 | — | — | — |"]
     assert variant == ["| 300 | 8 | — | — | 2 | 0.50 | — | — | — |", "| 30000 | 8 | — | — | 5 | 0.50 | — | — | — |"]
+
+
+def test_gradients_at_float32s_range_are_not_shown_as_measurements(tmp_path, monkeypatch):
+    """A zeroth-order block whose mean gradient norm reached float32's range (the backward
+    pass zeroes overflowing steps there) reads "float32 overflow", not a ratio."""
+    from baselines.gradient_variance_csv import append_rows
+
+    ratio = dict(variance_ratio="2.0", ratio_lo="1.0", ratio_hi="3.0")
+    rows = [_sweep_row("penalty", "", 300.0, 5.0, horizon=str(h), mean_grad_norm="10.0") for h in (8, 32, 64)]
+    rows.append(_sweep_row("penalty", "", 300.0, 1e75, estimator="zeroth", mean_grad_norm="7.6e37", **ratio))
+    rows.append(_sweep_row("penalty", "", 300.0, 50.0, estimator="bundle", mean_grad_norm="3.0", **ratio))
+    append_rows(rows, tmp_path / "BoxPush-v0")
+    monkeypatch.setattr(gradient_variance_tables, "RESULTS", tmp_path)
+    lines = gradient_variance_tables.gradient_table("BoxPush-v0", "penalty").splitlines()
+    assert lines[0].endswith("| bundle/exact H=64 | zeroth/exact H=64 |")
+    assert lines[2].endswith("| 2 [1, 3] | float32 overflow |")
