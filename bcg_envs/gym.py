@@ -348,7 +348,10 @@ class GymVectorEnv(gymnasium.vector.VectorEnv):
     them in one ``jax.vmap`` call, MuJoCo C in one multi-threaded ``mujoco.rollout`` call.
 
     When an episode ends, ``step`` returns the new episode's first observation and puts
-    the last one in ``info["final_obs"]`` (mask ``info["_final_obs"]``).
+    the last one in ``info["final_obs"]`` (mask ``info["_final_obs"]``). ``info`` holds
+    the step's own values for every env, ended ones included; ``info["final_info"]`` repeats
+    the ended envs' values in Gymnasium's layout (each key with its ``_key`` mask; mask
+    ``info["_final_info"]``), as Gymnasium's own vector envs give them.
     """
 
     metadata = {"autoreset_mode": gymnasium.vector.AutoresetMode.SAME_STEP}
@@ -390,7 +393,7 @@ class GymVectorEnv(gymnasium.vector.VectorEnv):
 
     def step(self, actions):
         self._require_reset()
-        return self.simulation.step(check_action(actions, self.action_space.shape, "actions"))
+        return _with_final_info(self.simulation.step(check_action(actions, self.action_space.shape, "actions")))
 
     def grad_step(
         self, actions, estimator: Optional[str] = None, bundle: Optional[BundleConfig] = None
@@ -399,7 +402,8 @@ class GymVectorEnv(gymnasium.vector.VectorEnv):
         self._require_reset()
         estimator = _check_gradient_options(estimator, bundle, self.simulation.default_estimator)
         actions = check_action(actions, self.action_space.shape, "actions")
-        return GradStepResult(*self.simulation.grad_step(actions, estimator, bundle))
+        obs, reward, terminated, truncated, info, jacobians = self.simulation.grad_step(actions, estimator, bundle)
+        return GradStepResult(*_with_final_info((obs, reward, terminated, truncated, info)), jacobians)
 
     def close_extras(self, **kwargs):
         self.simulation.close()
@@ -407,3 +411,19 @@ class GymVectorEnv(gymnasium.vector.VectorEnv):
     def _require_reset(self) -> None:
         if not self._started:
             raise RuntimeError(f"{self.env_name}: call reset() before step() or grad_step()")
+
+
+def _with_final_info(outputs: tuple) -> tuple:
+    """A batched step's outputs with ``info["final_info"]``: the ended envs' step values,
+    each key beside its ``_key`` mask, and ``info["_final_info"]`` (Gymnasium's layout)."""
+    obs, reward, terminated, truncated, info = outputs
+    ended = np.asarray(info["_final_obs"])
+    final = {}
+    for key, value in info.items():
+        if key.startswith(("final_obs", "_final_obs")):
+            continue
+        final[key] = value
+        final[f"_{key}"] = ended
+    info["final_info"] = final
+    info["_final_info"] = ended
+    return obs, reward, terminated, truncated, info

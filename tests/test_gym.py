@@ -40,6 +40,37 @@ def test_step_autoresets_on_the_same_step(vec):
     assert info["is_success"].dtype == bool and info["is_success"].shape == (N,)
     assert not np.allclose(info["final_obs"], obs)  # obs is the new episodes' first
     assert obs in vec.observation_space
+    assert info["_final_info"].all() and info["final_info"]["_is_success"].all()
+    np.testing.assert_array_equal(info["final_info"]["step"], info["step"])
+
+
+def test_final_info_has_gymnasiums_layout():
+    """At an episode's end ``info["final_info"]`` has the keys, masks and shapes that
+    Gymnasium's own SyncVectorEnv (same-step autoreset) gives over the single envs, with
+    the ended step's values (``info`` keeps them too)."""
+    kwargs = dict(backend="mujoco", config={"episode_length": 2})
+    ours = gym.make_vec("bcg_envs/BoxPush-v0", num_envs=2, vectorization_mode="vector_entry_point", **kwargs)
+    reference = gym.vector.SyncVectorEnv(
+        [lambda: gym.make("bcg_envs/BoxPush-v0", **kwargs) for _ in range(2)],
+        autoreset_mode=gym.vector.AutoresetMode.SAME_STEP,
+    )
+    actions = np.zeros((2, 2), np.float32)
+    for env in (ours, reference):
+        env.reset(seed=0)
+        _, _, _, _, first = env.step(actions)
+        assert "final_info" not in first or not first["_final_info"].any()
+    _, _, _, trunc, info = ours.step(actions)
+    _, _, _, ref_trunc, ref_info = reference.step(actions)
+    assert trunc.all() and ref_trunc.all()
+    assert info["_final_info"].all() and ref_info["_final_info"].all()
+    assert set(info["final_info"]) == set(ref_info["final_info"])
+    for key, value in ref_info["final_info"].items():  # the episodes' draws differ: masks, shapes, counters
+        assert np.shape(info["final_info"][key]) == np.shape(value), key
+        if key.startswith("_") or key in ("step", "truncated"):
+            np.testing.assert_array_equal(info["final_info"][key], value, err_msg=key)
+    np.testing.assert_array_equal(info["step"], ref_info["final_info"]["step"])
+    ours.close()
+    reference.close()
 
 
 @pytest.mark.integration
