@@ -553,7 +553,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="write a trained policy as a framework-free file (.npz or ONNX)",
         description="Write a SHAC run's deterministic policy (observation normalizer included) as .npz "
         "(run it with bcg_envs.export.NumpyPolicy.load(path)(obs)) or as ONNX (input obs, output action; "
-        'needs pip install "bcg-envs[onnx]"), or convert an exported .npz (a shipped policy of '
+        'needs pip install "/path/to/bcg_envs[onnx]"), or convert an exported .npz (a shipped policy of '
         "assets/policies, one from baselines.export_sb3) to ONNX. Give exactly one of --run "
         "and --policy.",
     )

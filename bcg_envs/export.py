@@ -23,7 +23,7 @@ when ``normalize_observations``, and the scalars ``activation``, ``layer_norm``,
 format 2, optionally ``obs_clip`` (default: none) and ``output`` (``"tanh"``, the default,
 or ``"clip"``).
 
-``format="onnx"`` (``write_policy``, ``export_policy``; needs ``pip install "bcg-envs[onnx]"``)
+``format="onnx"`` (``write_policy``, ``export_policy``; needs ``pip install "/path/to/bcg_envs[onnx]"``)
 writes the same computation as an ONNX graph (``onnx_model``): input ``obs`` (float32,
 ``(batch, observation size)``), output ``action`` (float32, ``(batch, action size)``), and the
 env id and format version in the model's metadata.
@@ -56,7 +56,7 @@ FORMATS = ("npz", "onnx")
 #: ONNX opset of the exported graphs: 17 is the first with ``LayerNormalization``.
 ONNX_OPSET = 17
 #: How to install what ``format="onnx"`` needs.
-ONNX_INSTALL = 'pip install "bcg-envs[onnx]"'
+ONNX_INSTALL = 'pip install "/path/to/bcg_envs[onnx]"'
 
 
 def export_policy(run_dir: Union[str, Path], path: Union[str, Path], *, format: str = "npz") -> Path:

@@ -66,7 +66,7 @@ def _accepted_kwargs(cls) -> List[str]:
     names = []
     for klass in cls.__mro__:
         if "__init__" in vars(klass):
-            names += [p for p in inspect.signature(klass.__init__).parameters if p not in ("self", "kwargs")]
+            names += [p for p in inspect.signature(klass.__init__).parameters if p not in ("self", "args", "kwargs")]
     return sorted(set(names))
 
 

@@ -32,8 +32,10 @@ def test_unknown_env_id():
 
 
 def test_unknown_kwarg_names_it():
-    with pytest.raises(TypeError, match="friction_boost"):
+    with pytest.raises(TypeError, match="friction_boost") as err:
         gym.make(ENV_ID, friction_boost=2.0)
+    accepted = str(err.value).split("accepted kwargs: ")[1]
+    assert "'contact_model'" in accepted and "'args'" not in accepted and "'kwargs'" not in accepted
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@
 * ``escape+`` / ``escape-``: every action +1 / -1 (the robot throws itself off the
   reference; the fastest way to end an episode);
 * ``trained``: the shipped closed-loop reference policy of the clip (``bcg_envs.export.trained_policy``:
-  SB3 PPO, exported to NumPy; the jump, whose open-loop replay loses balance);
+  SB3 PPO, exported to NumPy; the jump, where it tracks better than the open-loop replay);
 * ``trained_shac``: the shipped SHAC exact policy of the clip, trained for the same env
   steps as ``trained`` (``trained_policy(env_id, "shac_exact")``; the jump);
 
