@@ -458,7 +458,11 @@ def train(
         checkpoint files).
       checkpoint_dir, checkpoint_every: save the full training state every N iterations
         (and at the end) as ``checkpoint_dir/shac_XXXXXXXX.msgpack``
-        (``checkpoint.load_policy`` rebuilds the policy from one).
+        (``checkpoint.load_policy`` rebuilds the policy from one); 0 saves it at every
+        evaluation point instead (and at the end), so that checkpoints and evaluations
+        coincide. An iteration's checkpoint is written after its ``progress_fn`` call:
+        a run stopped while its caller records an evaluation resumes before that
+        evaluation and repeats it, rather than from a checkpoint past it.
       restore_from: a checkpoint file or directory (its newest) to resume from; with the
         same arguments the resumed run reproduces the uninterrupted one. With several
         processes every process reads it (a path all of them can read).
@@ -499,6 +503,8 @@ def train(
         raise ValueError(f"lr_schedule must be 'linear' or 'constant', got {lr_schedule!r}")
     if (num_envs * horizon) < critic_minibatches:
         raise ValueError("num_envs * horizon must be >= critic_minibatches")
+    if checkpoint_every < 0:
+        raise ValueError(f"checkpoint_every must be >= 0 (0: at the evaluation points), got {checkpoint_every}")
     devices = list(devices) if devices is not None else jax.devices()
     check_env_split(num_envs, devices, jax.process_count())
     lead = jax.process_index() == 0  # writes files, shows progress, calls the hooks
@@ -656,7 +662,14 @@ def train(
                 row.update(eval_metrics)
             if log is not None:
                 log(num_steps, row)
-            if checkpoint_dir is not None and (done_iters % checkpoint_every == 0 or done_iters == num_iterations):
+            if bar is not None:
+                bar.update(steps_per_iter)
+                postfix["steps/s"] = f"{steps_per_iter / max(time.time() - t_iter, 1e-9):.0f}"
+                bar.set_postfix(postfix, refresh=False)
+            if done_iters in eval_iters and progress_fn is not None and lead:
+                progress_fn(num_steps, dict(metrics))
+            due = done_iters in eval_iters if checkpoint_every == 0 else done_iters % checkpoint_every == 0
+            if checkpoint_dir is not None and (due or done_iters == num_iterations):
                 host = checkpoint.host_state(ts)  # a collective across processes: every one gathers
                 if lead:
                     checkpoint.save_checkpoint(
@@ -664,12 +677,6 @@ def train(
                         host,
                         {**meta, "num_steps": num_steps, "simulated_steps": simulated, "bundled_steps": bundled},
                     )
-            if bar is not None:
-                bar.update(steps_per_iter)
-                postfix["steps/s"] = f"{steps_per_iter / max(time.time() - t_iter, 1e-9):.0f}"
-                bar.set_postfix(postfix, refresh=False)
-            if done_iters in eval_iters and progress_fn is not None and lead:
-                progress_fn(num_steps, dict(metrics))
     finally:
         if bar is not None:
             bar.close()

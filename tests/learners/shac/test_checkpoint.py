@@ -134,3 +134,44 @@ def test_a_checkpoint_older_than_an_added_info_entry_resumes(tmp_path):
     path.write_bytes(flax.serialization.msgpack_serialize({"leaves": {str(i): x for i, x in enumerate(old[:2])}}))
     with pytest.raises(ValueError, match="checkpoint has 2 arrays, this trainer expects 4"):
         checkpoint.load_checkpoint(path, template)
+
+
+def test_checkpoints_at_the_evaluations_follow_their_progress_fn(point_mass, tmp_path):
+    """``checkpoint_every=0`` saves at the evaluation points (iterations 2 and 4 of 4), each
+    after its ``progress_fn``: a run stopped while its caller records an evaluation has no
+    checkpoint past it, so a resume repeats that evaluation."""
+
+    class Stopped(Exception):
+        pass
+
+    def stop_at(steps):
+        def progress(num_steps, metrics):
+            if num_steps == steps:
+                raise Stopped
+
+        return progress
+
+    kw = dict(
+        num_envs=4,
+        horizon=4,
+        num_timesteps=4 * 16,
+        actor_hidden=(8,),
+        critic_hidden=(8,),
+        critic_iterations=2,
+        critic_minibatches=2,
+        num_evals=3,
+        run_evals=False,
+        progress_bar=False,
+        checkpoint_every=0,
+    )
+    for steps, saved in ((32, []), (64, ["shac_00000002.msgpack"])):
+        with pytest.raises(Stopped):
+            shac.train(point_mass, checkpoint_dir=tmp_path / str(steps), progress_fn=stop_at(steps), **kw)
+        assert sorted(p.name for p in (tmp_path / str(steps)).glob("shac_*")) == saved
+    shac.train(point_mass, checkpoint_dir=tmp_path / "whole", **kw)
+    assert sorted(p.name for p in (tmp_path / "whole").glob("shac_*")) == [
+        "shac_00000002.msgpack",
+        "shac_00000004.msgpack",
+    ]
+    with pytest.raises(ValueError, match="checkpoint_every must be >= 0"):
+        shac.train(point_mass, checkpoint_every=-1, **{k: v for k, v in kw.items() if k != "checkpoint_every"})
