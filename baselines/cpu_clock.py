@@ -5,7 +5,8 @@ On a shared machine wall-clock measures the machine as much as the learner. A ru
 its own CPU seconds (``time.process_time``, all threads) and the CPU seconds every other
 process spent on its CPUs (Linux ``/proc/stat`` minus its own); a wall-clock counts as a
 timing only where others took at most ``ALONE`` of those CPUs (``ran_alone``), e.g. runs
-pinned one per core with ``taskset -c N`` and nothing else on their cores.
+pinned one per core with ``taskset -c N`` and nothing else on their cores, and only for a
+run that was never resumed (``resumes``): a resumed run's clocks include another start-up.
 """
 
 from __future__ import annotations
@@ -77,5 +78,14 @@ def contention(row: Row) -> float:
 
 def ran_alone(seeds: List[List[Row]]) -> bool:
     """Whether every run's wall-clock is a timing: at most ``ALONE`` of its CPUs taken by
-    other processes (``contention``) over the whole run."""
-    return all(contention(rows[-1]) <= ALONE for rows in seeds)
+    other processes (``contention``) over the whole run, and never resumed where the CSV
+    counts resumes (``resumes``; a CSV from before the count is judged by contention alone).
+    A resumed run's wall-clock and CPU time count the new process's start-up and compiles
+    again, and its ``cpus`` is the last process's while ``others_cpu_time`` sums over all
+    of them, so its contention is not comparable."""
+    return all(contention(rows[-1]) <= ALONE and not resumed(rows[-1]) for rows in seeds)
+
+
+def resumed(row: Row) -> bool:
+    """Whether the run had been resumed by ``row`` (False where its CSV predates the count)."""
+    return float(row.get("resumes", float("nan"))) > 0

@@ -152,11 +152,13 @@ class Recorder:
     ``record(env_steps, act, sim_steps)`` scores ``act`` by ``evaluate`` and stamps the row
     with the training wall-clock so far (evaluation time excluded). ``resume_from(steps)``
     keeps the CSV's rows up to ``steps`` (a checkpoint's step count) and continues their
-    wall-clock; otherwise the CSV starts empty. ``env_kwargs``: the run's env arguments,
-    evaluated on the same physics. With ``budget`` (the run's env steps) and
-    ``train_backend`` (the simulator it trains in) other than the protocol's, the last row
-    also scores the policy on the same episodes in its own simulator (``train_sim_return``,
-    ``train_sim_success``; nan in every other row).
+    wall-clock; otherwise the CSV starts empty. Every row carries ``resumes``, how many
+    times the run had been resumed: a resumed run's clocks also count each new process's
+    start-up and compiles, so its wall-clock is not a clean timing (``cpu_clock.ran_alone``).
+    ``env_kwargs``: the run's env arguments, evaluated on the same physics. With ``budget``
+    (the run's env steps) and ``train_backend`` (the simulator it trains in) other than the
+    protocol's, the last row also scores the policy on the same episodes in its own
+    simulator (``train_sim_return``, ``train_sim_success``; nan in every other row).
     """
 
     def __init__(
@@ -176,13 +178,14 @@ class Recorder:
         self.train_backend = train_backend if own else ""
         self.rows: List[Row] = []
         self._offset = np.zeros(3)  # wall, own CPU, others' CPU of the rows a resumed run kept
+        self.resumes = 0
         self._meter = cpu_clock.CpuMeter()
         self._started = False  # the CSV is rewritten by the first record or resume_from
 
     def resume_from(self, env_steps: int) -> None:
-        """Keep the CSV's rows up to a checkpoint's ``env_steps``. Raises ``ValueError`` when
-        the CSV lacks the run's first row (deleted or never written): resuming would record a
-        run without its start."""
+        """Keep the CSV's rows up to a checkpoint's ``env_steps`` and count one more resume.
+        Raises ``ValueError`` when the CSV lacks the run's first row (deleted or never
+        written): resuming would record a run without its start."""
         kept = [r for r in read_rows(self.path) if r["env_steps"] <= env_steps] if self.path else []
         if self.path is not None and env_steps > 0 and (not kept or kept[0]["env_steps"] != 0):
             start = f"starts at {kept[0]['env_steps']:,} env steps" if kept else "has no rows up to it"
@@ -193,6 +196,9 @@ class Recorder:
         self.rows = kept
         if kept:
             self._offset = np.array([kept[-1][k] for k in ("wall_clock", "cpu_time", "others_cpu_time")], float)
+        # A CSV from before the count: its earlier resumes are unknown, counted as none.
+        before = float(kept[-1].get("resumes", math.nan)) if kept else 0.0
+        self.resumes = (int(before) if math.isfinite(before) else 0) + 1
         if self.path is not None:
             write_csv(self.path, kept)
         self._started = True
@@ -211,6 +217,7 @@ class Recorder:
             cpu_time=float(own),
             others_cpu_time=float(others),
             cpus=len(self._meter.cpus) or float("nan"),
+            resumes=self.resumes,
             **evaluate(self.env_id, act, self.env_kwargs),
             **learner,
         )

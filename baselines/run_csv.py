@@ -23,9 +23,10 @@ CSV_FIELDS = (
     "cpus",
     "train_sim_return",
     "train_sim_success",
+    "resumes",
 )
 #: The columns that count things: read back as ints, so a resumed run rewrites them as written.
-COUNT_FIELDS = ("env_steps", "eval_episodes")
+COUNT_FIELDS = ("env_steps", "eval_episodes", "resumes")
 #: A run counts as complete when its last row reaches this fraction of the budget (Brax
 #: rounds its step counts to whole batches).
 COMPLETE = 0.99
@@ -53,7 +54,7 @@ def append_row(path: Path, row: Row) -> None:
 def read_rows(path: Path) -> List[Row]:
     """The rows of one run's CSV, with the columns older CSVs lack: no success or length
     (from before success was scored), 16 evaluation episodes (before the shared protocol),
-    no simulated steps (before that axis)."""
+    no simulated steps (before that axis), no count of resumes (unknown, not zero)."""
     if not path.exists():
         return []
 
@@ -75,6 +76,7 @@ def read_rows(path: Path) -> List[Row]:
                 "cpus": float("nan"),
                 "train_sim_return": float("nan"),
                 "train_sim_success": float("nan"),
+                "resumes": float("nan"),
                 **{k: parse(k, v) for k, v in row.items()},
             }
             for row in csv.DictReader(f)

@@ -64,7 +64,7 @@ def summary_table(runs: Dict[str, List[List[Row]]], reference: str = "sb3_ppo") 
     50 % and 90 % of the best success any algorithm reached (medians over the seeds that
     reach it, how many do), simulated control steps, wall-clock to the end and to the two
     success levels (medians over the seeds that reach them, "(k/n)" where not every seed
-    does; only where every seed ran alone on its CPUs, ``cpu_clock.ran_alone``: otherwise
+    does; only where every seed ran alone on its CPUs, unresumed, ``cpu_clock.ran_alone``: otherwise
     the end's wall-clock is marked "shared" and the levels' are "—"), and the run's own
     CPU time. PPO's steps over SHAC's, with every seed counted (a seed that never reaches a
     level as inf) and an interval: ``seed_stats.gap_table``."""

@@ -42,6 +42,17 @@ def test_wall_clock_is_a_timing_only_for_runs_that_ran_alone(tmp_path):
     assert ppo.endswith("| 100 (shared) | — / — | 96 |")
 
 
+def test_a_resumed_run_is_no_timing():
+    """A resumed run's clocks count a second start-up and its ``cpus`` is the last
+    process's: not a timing, however little others took. A CSV without the count is judged
+    by contention alone."""
+    alone = dict(wall_clock=100.0, others_cpu_time=1.0, cpus=1)
+    assert cpu_clock.ran_alone([[dict(alone, resumes=0)]]) and cpu_clock.ran_alone([[alone]])
+    assert cpu_clock.ran_alone([[dict(alone, resumes=math.nan)]])
+    assert not cpu_clock.ran_alone([[dict(alone, resumes=0)], [dict(alone, resumes=1)]])
+    assert cpu_clock.resumed(dict(resumes=2)) and not cpu_clock.resumed({})
+
+
 def test_busy_cpu_seconds_reads_the_machine_clock():
     """Every process's CPU time on the CPUs this one may use, from /proc/stat: finite and
     not decreasing on Linux."""

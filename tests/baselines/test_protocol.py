@@ -91,10 +91,29 @@ def test_a_resumed_run_keeps_its_rows_and_writes_counts_as_integers(tmp_path, fi
     rows = run_csv.read_rows(path)
     assert [r["env_steps"] for r in rows] == [0, 100, 200]
     assert rows[2]["wall_clock"] >= kept_wall
+    assert [r["resumes"] for r in rows] == [0, 0, 1]  # carried on every row from the resume on
     with path.open() as f:
         parsed = list(csv.DictReader(f))
     assert [r["env_steps"] for r in parsed] == ["0", "100", "200"]
     assert {r["eval_episodes"] for r in parsed} == {"64"}
+    again = protocol.Recorder("BoxPush-v0", path)
+    again.resume_from(200)
+    again.record(300, lambda obs: obs, 900.0)
+    assert run_csv.read_rows(path)[-1]["resumes"] == 2
+
+
+def test_resuming_a_csv_from_before_the_count_of_resumes(tmp_path, fixed_evaluation):
+    """A CSV without ``resumes`` reads it as unknown (nan), and once resumed by newer code
+    counts that resume: its earlier ones are unknown, counted as none."""
+    path = tmp_path / "shac_exact_seed0.csv"
+    fields = [f for f in run_csv.CSV_FIELDS if f != "resumes"]
+    path.write_text(",".join(fields) + "\n" + ",".join(["0"] + ["1.0"] * (len(fields) - 1)) + "\n")
+    assert math.isnan(run_csv.read_rows(path)[0]["resumes"])
+    resumed = protocol.Recorder("BoxPush-v0", path)
+    resumed.resume_from(100)
+    resumed.record(100, lambda obs: obs, 300.0)
+    rows = run_csv.read_rows(path)
+    assert math.isnan(rows[0]["resumes"]) and rows[1]["resumes"] == 1
 
 
 def _fake_clocks(monkeypatch, ticks):
