@@ -37,11 +37,14 @@ tables show a wall-clock as a timing only where others took at most ``cpu_clock.
 pin each job to a core of its own, ``taskset -c 0 python -m baselines.compare ...``);
 ``train_sim_return, train_sim_success``: at the budget, a learner that trains in another
 simulator than the protocol's (``training_backend``) is also scored in its own, on the
-same episodes. Columns a CSV predates read as nan.
+same episodes; ``resumes``: how many times the run was resumed so far (a resumed run's
+wall-clock is not a timing). Columns a CSV predates read as nan.
 Long runs resume: a run whose CSV already reaches the budget
 is skipped; SB3 PPO and SHAC save a checkpoint under ``<out>/checkpoints/`` at every
-evaluation and continue from it (rows after the checkpoint are dropped and measured again;
-the wall-clock continues from the last kept row); Brax runs restart. The summary covers the
+evaluation, after its row (SB3 PPO after that rollout's update), and continue from it
+(rows after the checkpoint are dropped and measured again; the wall-clock continues from
+the last kept row) under the same budget, seed, evaluations and config only
+(``baselines.resume``); Brax runs restart. The summary covers the
 runs in ``<out>`` that reached the budget and writes ``curves.png`` (whole runs: return vs
 env steps, simulated steps and wall-clock; success rate vs env steps; mean +- std over
 seeds; the budget dashed) and ``table.md``, where every run is scored at the budget (a

@@ -5,12 +5,15 @@ from __future__ import annotations
 import functools
 import inspect
 import math
+import os
 from pathlib import Path
 from typing import Callable, List, Optional, Tuple, Union
 
 import numpy as np
 
+from baselines import resume
 from baselines.protocol import ALGORITHMS, Recorder, config_section, env_kwargs_of, jax_policy, protocol_backend
+from baselines.run_csv import read_rows
 
 #: Simulated control steps per env step of the derivative-free learners (a forward step).
 FORWARD_ONLY = 1.0
@@ -152,9 +155,15 @@ def run_sb3_ppo(
     CPU fast path; same model and task code as the JAX env), observations normalized by
     ``VecNormalize`` (``normalize_observations``, default on; rewards left as they are),
     learning rate constant or annealed (``lr_schedule``, see ``sb3_learning_rate``).
-    With ``checkpoint_dir``, the model and the normalizer's statistics are saved at every
-    evaluation and a run resumes from them (SB3's ``reset_num_timesteps=False``; the
-    rollout buffer and the envs' episodes in flight start afresh)."""
+
+    With ``checkpoint_dir``, the model and the normalizer's statistics are saved once the
+    rollout of each evaluation has been trained on (at the next rollout's start), so a
+    resume starts at a rollout boundary with every update kept; the final evaluation's
+    checkpoint is saved before its row, with the policy that row scores. A run resumes from
+    them (SB3's ``reset_num_timesteps=False``) only under its own settings (``run.json``,
+    ``baselines.resume``). A resumed run is not the uninterrupted one: ``PPO.load`` reseeds
+    the global random generators with the run's seed, the envs start fresh episodes from
+    the run's reset seeds, and the rollout buffer starts empty."""
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import BaseCallback
     from stable_baselines3.common.env_util import make_vec_env
@@ -163,12 +172,27 @@ def run_sb3_ppo(
 
     import bcg_envs  # noqa: F401
 
+    settings = resume.run_settings("sb3_ppo", env_id, steps, seed, cfg, evals)
     params = dict(cfg["sb3_ppo"])
     params["learning_rate"] = sb3_learning_rate(params)
     params.pop("lr_schedule", None)
     params.pop("min_lr", None)
     n_envs = params.pop("n_envs", 1)
     normalize = params.pop("normalize_observations", True)
+    model_path = checkpoint_dir / "model.zip" if checkpoint_dir else None
+    stats_path = checkpoint_dir / "vecnormalize.pkl" if checkpoint_dir else None
+    resuming = model_path is not None and model_path.exists()
+    saved = resume.read_settings(checkpoint_dir) if resuming else None
+    if saved is not None:
+        resume.check_resume(checkpoint_dir, {k: v for k, v in saved.items() if k != "checkpoint"}, settings)
+        _check_sb3_pair(checkpoint_dir, saved.get("checkpoint"))
+    elif resuming and normalize and not stats_path.exists():
+        resuming = False  # an older checkpoint without its statistics starts afresh, as it always did
+    if checkpoint_dir is not None and not resuming:
+        for stale in (model_path, stats_path):
+            stale.unlink(missing_ok=True)
+        resume.write_json(checkpoint_dir / resume.SETTINGS_FILE, settings)
+
     env_kwargs = env_kwargs_of(cfg)
     venv = make_vec_env(
         f"bcg_envs/{env_id}",
@@ -176,12 +200,11 @@ def run_sb3_ppo(
         seed=seed,
         env_kwargs={**env_kwargs, "backend": protocol_backend(env_kwargs)},
     )
-    model_path = checkpoint_dir / "model.zip" if checkpoint_dir else None
-    stats_path = checkpoint_dir / "vecnormalize.pkl" if checkpoint_dir else None
-    resume = model_path is not None and model_path.exists() and (stats_path.exists() or not normalize)
     if normalize:
         env = (
-            VecNormalize.load(str(stats_path), venv) if resume else VecNormalize(venv, norm_obs=True, norm_reward=False)
+            VecNormalize.load(str(stats_path), venv)
+            if resuming
+            else VecNormalize(venv, norm_obs=True, norm_reward=False)
         )
     else:
         env = venv
@@ -194,22 +217,56 @@ def run_sb3_ppo(
 
     def record() -> None:
         recorder.record(model.num_timesteps, act, FORWARD_ONLY * model.num_timesteps)
-        if model_path is not None:
-            model_path.parent.mkdir(parents=True, exist_ok=True)
-            model.save(str(model_path))
-            if normalize:
-                env.save(str(stats_path))
+
+    def save() -> None:
+        """The model and the statistics written to temporary files and moved in place, then
+        ``run.json`` records their digests: a run stopped between the moves leaves a pair
+        that does not match the record, which a resume refuses."""
+        if checkpoint_dir is None:
+            return
+        checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        tmp_model, tmp_stats = model_path.with_name("model.zip.tmp"), stats_path.with_name("vecnormalize.pkl.tmp")
+        model.save(str(tmp_model))
+        if normalize:
+            env.save(str(tmp_stats))
+        entry = {
+            "num_timesteps": int(model.num_timesteps),
+            "model_sha256": resume.file_digest(tmp_model),
+            "stats_sha256": resume.file_digest(tmp_stats) if normalize else None,
+        }
+        if normalize:
+            os.replace(tmp_stats, stats_path)
+        os.replace(tmp_model, model_path)
+        resume.write_json(checkpoint_dir / resume.SETTINGS_FILE, {**settings, "checkpoint": entry})
+
+    # due: an evaluation row awaits its rollout's update and checkpoint; end: this rollout's last step
+    rollout = {"due": False, "end": 0}
 
     class Eval(BaseCallback):
+        def _on_rollout_start(self) -> None:
+            # SB3 trains on a rollout before it starts the next one: the update is in the model now.
+            if rollout["due"]:
+                save()
+                rollout["due"] = False
+            rollout["end"] = self.num_timesteps + self.model.n_steps * self.model.n_envs
+
         def _on_step(self) -> bool:
             if self.num_timesteps // every > (self.num_timesteps - n_envs) // every:
-                record()
+                if self.num_timesteps == rollout["end"] >= steps:  # learning's last step: no update follows
+                    save()  # the final row's policy, saved first: a resume from it only adds the row
+                    record()
+                else:
+                    record()
+                    rollout["due"] = True
             return True
 
     params["n_steps"] = min(params["n_steps"], max(steps // (2 * n_envs), 16))
     params["batch_size"] = min(params["batch_size"], params["n_steps"] * n_envs)
-    if resume:
+    if resuming:
         model = PPO.load(str(model_path), env=env, device="cpu")
+        if saved is None:  # a checkpoint older than run.json: the seed and budget it stores
+            stored = {"seed": model.seed, "budget": model._total_timesteps or steps}
+            resume.check_resume(checkpoint_dir, stored, {"seed": seed, "budget": steps})
         recorder.resume_from(model.num_timesteps)
     else:
         model = PPO("MlpPolicy", env, seed=seed, verbose=0, device="cpu", **params)
@@ -217,10 +274,22 @@ def run_sb3_ppo(
     model.set_logger(Logger(folder=None, output_formats=[]))  # SB3's default makes an empty /tmp/SB3-* folder
     remaining = steps - model.num_timesteps
     if remaining > 0:
-        model.learn(total_timesteps=remaining, callback=Eval(), reset_num_timesteps=not resume)
+        model.learn(total_timesteps=remaining, callback=Eval(), reset_num_timesteps=not resuming)
     if not recorder.rows or recorder.rows[-1]["env_steps"] != model.num_timesteps:
+        save()
         record()
     env.close()
+
+
+def _check_sb3_pair(checkpoint_dir: Path, record: Optional[dict]) -> None:
+    """Raise ``ValueError`` unless ``model.zip`` and ``vecnormalize.pkl`` are the pair that
+    ``run.json`` records (a run stopped while saving them leaves a mismatched pair)."""
+    files = {"model_sha256": checkpoint_dir / "model.zip", "stats_sha256": checkpoint_dir / "vecnormalize.pkl"}
+    if record is None or any(resume.file_digest(path) != record.get(key) for key, path in files.items()):
+        raise ValueError(
+            f"{checkpoint_dir}: model.zip and vecnormalize.pkl are not the pair its {resume.SETTINGS_FILE} records "
+            f"(the run was stopped while saving them); delete {checkpoint_dir} to start the run afresh"
+        )
 
 
 @functools.lru_cache(maxsize=None)
@@ -347,21 +416,36 @@ def _run_shac(estimator: str):
         """SHAC on the JAX env with ``estimator``. Each evaluation point's policy is scored
         by the protocol (its policy from ``policy_params_fn``, recorded by ``progress_fn``
         with SHAC's ``simulated_steps``). With ``checkpoint_dir``, a checkpoint at every
-        evaluation (about) and a resume from the newest one."""
+        evaluation, written after its row (``checkpoint_every=0``), and a resume from the
+        newest complete one under the run's own settings (``run.json``, or for an older
+        checkpoint its stored budget, seed and hyper-parameters). SHAC resumes exactly: the
+        resumed rows equal the uninterrupted run's, clocks aside."""
         nonlocal programs
         from bcg_envs.learners import shac
 
+        settings = resume.run_settings(f"shac_{estimator}", env_id, steps, seed, cfg, evals)
+        params = dict(cfg["shac"])
+        restore = None
+        if checkpoint_dir is not None and any(checkpoint_dir.glob(f"{shac.CHECKPOINT_PREFIX}*.msgpack")):
+            restore, meta = _shac_restore_point(checkpoint_dir, recorder)
+            saved = resume.read_settings(checkpoint_dir)
+            if saved is not None:
+                resume.check_resume(checkpoint_dir, saved, settings)
+            else:  # a checkpoint older than run.json: what its metadata stores
+                hyper = sorted(set(params) & set(meta.get("hyper", {})))
+                resume.check_resume(
+                    checkpoint_dir,
+                    {"budget": meta["num_timesteps"], "seed": meta["seed"], **{k: meta["hyper"][k] for k in hyper}},
+                    {"budget": steps, "seed": seed, **{k: params[k] for k in hyper}},
+                )
+            recorder.resume_from(int(meta["num_steps"]))
+        elif checkpoint_dir is not None:
+            resume.write_json(checkpoint_dir / resume.SETTINGS_FILE, settings)
         if programs is None:
             programs = shac.ProgramCache(maxsize=1)
         env = jax_env_for(env_id, estimator, cfg)
-        params = dict(cfg["shac"])
         params["actor_hidden"] = tuple(params["actor_hidden"])
         params["critic_hidden"] = tuple(params["critic_hidden"])
-        iterations = max(1, math.ceil(steps / (params.get("num_envs", 64) * params.get("horizon", 32))))
-        restore = None
-        if checkpoint_dir is not None and any(checkpoint_dir.glob(f"{shac.CHECKPOINT_PREFIX}*")):
-            restore = shac.latest_checkpoint(checkpoint_dir)
-            recorder.resume_from(int(shac.checkpoint_metadata(restore)["num_steps"]))
         policy = {}
 
         def keep_policy(step, make_policy, p):
@@ -388,12 +472,31 @@ def _run_shac(estimator: str):
             progress_bar=False,
             program_cache=programs,
             checkpoint_dir=checkpoint_dir,
-            checkpoint_every=max(1, iterations // max(evals, 1)),
+            checkpoint_every=0,
             restore_from=restore,
             **params,
         )
 
     return run
+
+
+def _shac_restore_point(checkpoint_dir: Path, recorder: Recorder) -> Tuple[Path, dict]:
+    """The newest complete SHAC checkpoint (``shac_*.msgpack``; an unfinished ``.tmp`` is
+    none) whose evaluation row the CSV holds, and its metadata. Checkpoints follow their
+    rows, but older code saved them first: a run stopped while it recorded would resume
+    past the lost row, or, stopped at its final evaluation, never write the final row.
+    SHAC resumes exactly, so an earlier checkpoint costs time only. Without one, the newest
+    (``Recorder.resume_from`` then names what the CSV lacks)."""
+    from bcg_envs.learners import shac
+
+    rows = read_rows(recorder.path) if recorder.path is not None else []
+    last = rows[-1]["env_steps"] if rows else -1
+    found = sorted(checkpoint_dir.glob(f"{shac.CHECKPOINT_PREFIX}*.msgpack"), reverse=True)
+    for path in found:
+        meta = shac.checkpoint_metadata(path)
+        if meta["num_steps"] <= last:
+            return path, meta
+    return found[0], shac.checkpoint_metadata(found[0])
 
 
 RUNNERS = {
