@@ -16,6 +16,7 @@ this module.
 
 from __future__ import annotations
 
+import numbers
 from typing import Any, Optional, Tuple, Union
 
 import jax
@@ -36,6 +37,27 @@ def _to_torch(array: jax.Array) -> torch.Tensor:
     return torch.from_dlpack(array)
 
 
+def _check_actions(name: str, actions: Any, shape: tuple) -> None:
+    """``ValueError`` naming ``name`` unless it is a finite floating CPU tensor of ``shape``
+    (a NaN action would be stepped as a diverged step, with a NaN gradient)."""
+    if not isinstance(actions, torch.Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor, got {type(actions).__name__}")
+    if tuple(actions.shape) != shape:
+        raise ValueError(f"{name} must have shape {shape}, got {tuple(actions.shape)}")
+    if not actions.is_floating_point():
+        raise ValueError(f"{name} must be a floating-point tensor, got {actions.dtype}")
+    if actions.device.type != "cpu":
+        raise ValueError(f"{name} must be a CPU tensor (the JAX env runs on CPU here), got {actions.device}")
+    if not bool(torch.isfinite(actions).all()):
+        raise ValueError(f"{name} must be finite (no NaN or inf)")
+
+
+def _positive_int(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    return int(value)
+
+
 class _RolloutFunction(torch.autograd.Function):
     """``actions -> (rewards, observations)``; backward applies the rollout's JAX VJP."""
 
@@ -53,7 +75,10 @@ class _RolloutFunction(torch.autograd.Function):
         return _to_torch(rewards), _to_torch(obs)
 
     @staticmethod
+    @torch.autograd.function.once_differentiable
     def backward(ctx, grad_rewards: torch.Tensor, grad_obs: torch.Tensor):
+        if ctx.vjp_fn is None:
+            raise RuntimeError("the rollout's backward pass ran already: its residuals are freed (no retain_graph)")
         cotangent = (_to_jax(grad_rewards), _to_jax(grad_obs))
         (grad_actions,) = ctx.bridge._apply_vjp(ctx.vjp_fn, cotangent)
         ctx.vjp_fn = None  # free the residuals
@@ -83,10 +108,7 @@ class TorchRollout:
         bundle: Any = None,
         **env_kwargs: Any,
     ):
-        if int(num_envs) < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs!r}")
-        if int(horizon) < 1:
-            raise ValueError(f"horizon must be >= 1, got {horizon!r}")
+        num_envs, horizon = _positive_int("num_envs", num_envs), _positive_int("horizon", horizon)
         if isinstance(env, str):
             from bcg_envs.registry import make_jax
 
@@ -173,15 +195,7 @@ class TorchRollout:
         do not move; ``advance()`` continues from the rollout's final states.
         """
         self._need_states()
-        if not isinstance(actions, torch.Tensor):
-            raise ValueError(f"actions must be a torch.Tensor, got {type(actions).__name__}")
-        expected = (self.num_envs, self.horizon, self.action_size)
-        if tuple(actions.shape) != expected:
-            raise ValueError(
-                f"actions must have shape {expected} (num_envs, horizon, action_size), got {tuple(actions.shape)}"
-            )
-        if actions.device.type != "cpu":
-            raise ValueError(f"actions must be a CPU tensor (the JAX env runs on CPU here), got {actions.device}")
+        _check_actions("actions", actions, (self.num_envs, self.horizon, self.action_size))
         return _RolloutFunction.apply(actions, self)
 
 
@@ -199,6 +213,7 @@ class _StepFunction(torch.autograd.Function):
         return obs, torch.as_tensor(out.reward, dtype=action.dtype)
 
     @staticmethod
+    @torch.autograd.function.once_differentiable
     def backward(ctx, grad_obs: torch.Tensor, grad_reward: torch.Tensor):
         return ctx.obs_jacobian.T @ grad_obs + ctx.reward_jacobian * grad_reward, None
 
@@ -215,9 +230,10 @@ class TorchStep:
     """
 
     def __init__(self, env: Any, estimator: Optional[str] = None, bundle: Any = None):
-        if not hasattr(getattr(env, "unwrapped", None), "grad_step"):
+        if not hasattr(getattr(env, "unwrapped", None), "grad_step") or hasattr(env, "num_envs"):
             raise ValueError(
-                f"env must be a bcg_envs Gymnasium env (gym.make('bcg_envs/...')), got {type(env).__name__}"
+                f"env must be one bcg_envs Gymnasium env (gym.make('bcg_envs/...'); for a batch use "
+                f"TorchRollout), got {type(env).__name__}"
             )
         # The name is checked once, here; every step passes the ``Estimator``.
         self.estimator = None if estimator is None else resolve(estimator)
@@ -232,9 +248,5 @@ class TorchStep:
 
     def step(self, action: torch.Tensor) -> Tuple[torch.Tensor, torch.Tensor]:
         """``(observation, reward)`` after ``action`` (shape ``(action_size,)``)."""
-        if not isinstance(action, torch.Tensor):
-            raise ValueError(f"action must be a torch.Tensor, got {type(action).__name__}")
-        expected = tuple(self.env.action_space.shape)
-        if tuple(action.shape) != expected:
-            raise ValueError(f"action must have shape {expected}, got {tuple(action.shape)}")
+        _check_actions("action", action, tuple(self.env.action_space.shape))
         return _StepFunction.apply(action, self)

@@ -113,11 +113,23 @@ def test_torch_step_gradients_are_the_grad_step_jacobians(c_envs, estimator):
 
 
 def test_torch_step_rejects_bad_input(c_envs):
+    import gymnasium as gym
+
     from bcg_envs.torch import TorchStep
 
-    with pytest.raises(ValueError, match="env must be a bcg_envs Gymnasium env"):
+    with pytest.raises(ValueError, match="env must be one bcg_envs Gymnasium env"):
         TorchStep(object())
+    vec = gym.make_vec("bcg_envs/BoxPush-v0", num_envs=2, vectorization_mode="vector_entry_point", backend="mujoco")
+    with pytest.raises(ValueError, match="for a batch use TorchRollout"):
+        TorchStep(vec)
+    vec.close()
     bridge = TorchStep(c_envs[0])
     bridge.reset(seed=0)
     with pytest.raises(ValueError, match="action must have shape"):
         bridge.step(torch.zeros(3))
+    with pytest.raises(ValueError, match="action must be finite"):
+        bridge.step(torch.tensor([float("nan"), 0.0]))
+    with pytest.raises(ValueError, match="action must be a floating-point tensor"):
+        bridge.step(torch.tensor([1, 0]))
+    with pytest.raises(ValueError, match="num_envs must be an integer >= 1, got 2.7"):
+        TorchRollout("BoxPush-v0", 2.7, 4)

@@ -139,8 +139,8 @@ class BundleConfig:
             raise bad("antithetic", "a bool", self.antithetic)
         if not _is_real(self.damping) or not self.damping > 0:
             raise bad("damping", "a float > 0", self.damping)
-        if not _is_int(self.seed):
-            raise bad("seed", "an integer", self.seed)
+        if not _is_int(self.seed) or self.seed < 0:
+            raise bad("seed", "an integer >= 0", self.seed)
         if not isinstance(self.perturb_base, bool):
             raise bad("perturb_base", "a bool", self.perturb_base)
         if not isinstance(self.allow_underdetermined, bool):

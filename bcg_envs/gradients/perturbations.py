@@ -42,6 +42,11 @@ def global_sigma(nv: int, na: int, nu: int, config: BundleConfig, zeroth: bool) 
     actuator states and actions fall back to ``state_sigma[0]``.
     """
     pos, vel = config.state_sigma
+    if zeroth and not (pos > 0 and vel > 0):
+        raise ValueError(
+            f"BundleConfig.state_sigma must be > 0 in both entries for the zeroth-order fit (zeroth, alpha): "
+            f"an input never perturbed gets a zero Jacobian column; got {config.state_sigma}"
+        )
     act = pos if zeroth else 0.0
     u = config.action_sigma if (config.action_sigma > 0 or not zeroth) else pos
     return np.concatenate([np.full(nv, pos), np.full(nv, vel), np.full(na, act), np.full(nu, u)])

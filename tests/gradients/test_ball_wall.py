@@ -10,7 +10,12 @@ gives the post-step velocity in closed form:
 so ``d v'/d x`` is known by hand; it peaks at ``-kappa v / 4`` at contact (the paper's
 pathology). ``bcg`` perturbs the contact point by N(0, s^2) along the normal, so its
 estimate is the Gaussian-smoothed derivative, computed here by quadrature, with a Monte
-Carlo error known from the same quadrature.
+Carlo error known from the same quadrature. The global first-order ``bundle`` with the
+same position sigma averages exact derivatives at perturbed states: the same smoothed
+derivative. ``zeroth``'s least-squares slope over Gaussian perturbations has that same
+expectation (Stein's lemma: the regression slope of f(x + d) on d is E[f'(x + d)]; the
+velocity enters v' linearly, so perturbing it too leaves the mean unchanged), checked
+against the spread of its estimates across seeds.
 """
 
 import jax
@@ -33,6 +38,7 @@ BALL_XML = """<mujoco>
 </mujoco>"""
 WALL_CONTACT_X = 0.45  # ball centre where its surface touches the wall (p = 0)
 V, SIGMA, H, BETA, KAPPA, SAMPLES = 1.0, 0.01, 0.002, 0.2, 3000.0, 4096
+ZEROTH_SEEDS = 16
 
 
 def sigmoid(z):
@@ -73,14 +79,23 @@ def derivatives(make_toy_env):
         return env.grad_step(state, jnp.zeros(1), estimator, cfg)[1].A[1, 0]
 
     penetrations = np.array([-0.01, -0.003, 0.0, 0.003])
-    f = jax.jit(jax.vmap(lambda x0: (dvdx(x0, "exact"), dvdx(x0, "bcg"))))
-    exact, bcg = f(jnp.asarray(WALL_CONTACT_X + penetrations, jnp.float32))
-    return penetrations, np.asarray(exact), np.asarray(bcg)
+    f = jax.jit(jax.vmap(lambda x0: (dvdx(x0, "exact"), dvdx(x0, "bcg"), dvdx(x0, "bundle"))))
+    exact, bcg, bundle = f(jnp.asarray(WALL_CONTACT_X + penetrations, jnp.float32))
+    zeroth_cfg = BundleConfig(num_samples=1024, state_sigma=(SIGMA, 0.01), horizon=1)
+
+    def zeroth(x0, seed):
+        state = env.state_from(jnp.array([x0]), jnp.array([V]), None, {}, jax.random.PRNGKey(seed))
+        return env.grad_step(state, jnp.zeros(1), "zeroth", zeroth_cfg)[1].A[1, 0]
+
+    seeds = jnp.arange(ZEROTH_SEEDS)
+    g = jax.jit(jax.vmap(lambda x0: jax.vmap(lambda k: zeroth(x0, k))(seeds)))
+    zeroth_draws = g(jnp.asarray(WALL_CONTACT_X + penetrations, jnp.float32))
+    return penetrations, np.asarray(exact), np.asarray(bcg), np.asarray(bundle), np.asarray(zeroth_draws)
 
 
 def test_exact_step_derivative_is_the_hand_derivative(derivatives):
     """Including the spike at contact: -kappa v / 4 = -750 s^-1 at p = 0 for kappa = 3000."""
-    p, exact, _ = derivatives
+    p, exact, *_ = derivatives
     hand = hand_dvdx(p)
     np.testing.assert_allclose(exact, hand, rtol=0.01, atol=0.05)
     assert exact[p == 0.0][0] < -700
@@ -90,9 +105,29 @@ def test_bcg_is_the_gaussian_smoothed_derivative_and_stays_bounded(derivatives):
     """bcg's mean of branch derivatives equals the smoothed derivative within 4 standard
     errors; at contact it is ~8x smaller than exact's spike (-90 vs -750: a Gaussian
     average of the sigmoid's derivative, which does not grow with kappa)."""
-    p, exact, bcg = derivatives
+    p, exact, bcg, *_ = derivatives
     for pi, b in zip(p, bcg):
         mean, stderr = smoothed(pi)
         assert abs(b - mean) < 4 * stderr + 0.01 * abs(mean), (pi, b, mean, stderr)
     at_contact = p == 0.0
     assert abs(bcg[at_contact][0]) < abs(exact[at_contact][0]) / 5
+
+
+def test_global_bundle_is_the_same_smoothed_derivative(derivatives):
+    """The first-order bundle over state perturbations of the same sigma: bcg's expectation
+    and standard error (here every branch moves the ball, not only its contact point)."""
+    p, _, _, bundle, _ = derivatives
+    for pi, b in zip(p, bundle):
+        mean, stderr = smoothed(pi)
+        assert abs(b - mean) < 4 * stderr + 0.01 * abs(mean), (pi, b, mean, stderr)
+
+
+def test_zeroth_order_slope_has_the_smoothed_derivative_as_its_mean(derivatives):
+    """The mean of 16 seeds' least-squares slopes within 4 standard errors (their spread
+    over seeds) of the smoothed derivative, at every penetration including the spike."""
+    p, *_, draws = derivatives
+    assert np.isfinite(draws).all()
+    for pi, d in zip(p, draws):
+        mean, _ = smoothed(pi)
+        stderr = d.std(ddof=1) / np.sqrt(len(d))
+        assert abs(d.mean() - mean) < 4 * stderr + 0.01 * abs(mean), (pi, d.mean(), mean, stderr)

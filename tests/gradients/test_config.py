@@ -45,6 +45,7 @@ def test_frozen_and_keyword_only():
         (dict(antithetic="yes"), "antithetic"),
         (dict(damping=0.0), "damping"),
         (dict(seed=1.5), "seed"),
+        (dict(seed=-1), "seed"),
         (dict(perturb_base=1), "perturb_base"),
         (dict(allow_underdetermined="no"), "allow_underdetermined"),
         (dict(alpha_tolerance=0.0), "alpha_tolerance"),
@@ -79,3 +80,20 @@ def test_zeroth_order_sample_counts_are_well_posed():
     assert samples_for(BundleConfig(num_samples=10, allow_underdetermined=True), "alpha", nx, nu) == 10
     assert samples_for(BundleConfig(num_samples=3), "bcg", nx, nu) == 3  # first order: any count
     assert samples_for(BundleConfig(antithetic=True), "zeroth", 11, 2) == 26  # even for +/- pairs
+
+
+@pytest.mark.parametrize("estimator", ["zeroth", "alpha"])
+def test_zeroth_order_fits_refuse_an_unperturbed_input(estimator):
+    """A zero state sigma would leave its Jacobian columns at zero, silently (MuJoCo C)."""
+    import gymnasium as gym
+    import numpy as np
+
+    import bcg_envs  # noqa: F401
+
+    env = gym.make("bcg_envs/BoxPush-v0", backend="mujoco")
+    env.reset(seed=0)
+    with pytest.raises(ValueError, match="BundleConfig.state_sigma must be > 0 in both entries"):
+        env.unwrapped.grad_step(
+            np.zeros(2, np.float32), estimator=estimator, bundle=BundleConfig(state_sigma=(0.01, 0.0))
+        )
+    env.close()
