@@ -25,10 +25,11 @@ def _rollout_return(env):
     return ret
 
 
-# Each estimator is a separate 2-4 minute compile on 2 cores: exact by default, all five
-# in the integration tier. bcg's batched backward pass is checked by default elsewhere: its
-# Jacobians env by env against the unbatched step (tests/gradients/
-# test_differentiable_step.py) and SHAC training through it (tests/baselines/test_runners.py).
+# Each estimator is a separate 2-4 minute compile on 2 cores: exact in the integration
+# tier, the other four in the long tier. bcg's batched backward pass is also checked in the
+# integration tier elsewhere: its Jacobians env by env against the unbatched step
+# (tests/gradients/test_differentiable_step.py) and SHAC training through it
+# (tests/baselines/test_runners.py).
 _FAST = ("exact",)
 _HORIZON, _BATCH = 32, 20
 
