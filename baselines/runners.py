@@ -252,12 +252,11 @@ def run_sb3_ppo(
 
         def _on_step(self) -> bool:
             if self.num_timesteps // every > (self.num_timesteps - n_envs) // every:
-                if self.num_timesteps == rollout["end"] >= steps:  # learning's last step: no update follows
+                last = self.num_timesteps == rollout["end"] >= steps  # learning's last step: no update follows
+                if last:
                     save()  # the final row's policy, saved first: a resume from it only adds the row
-                    record()
-                else:
-                    record()
-                    rollout["due"] = True
+                record()
+                rollout["due"] = not last
             return True
 
     params["n_steps"] = min(params["n_steps"], max(steps // (2 * n_envs), 16))
