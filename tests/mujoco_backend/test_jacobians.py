@@ -195,13 +195,17 @@ def _mujoco_transition_derivatives(m, n_substeps, qpos, qvel, dq, dv, ctrl):
     return A, B
 
 
-def _ctrl_and_its_jacobian(s, info, action):
-    """ctrl of the env action (physics action, then the task's ctrl map) and d ctrl / d
-    action, by differences of that composition at +-0.5 (both maps are affine inside the
-    action box; a small step would measure float32 rounding)."""
-    ctrl_of = lambda a: s.action_map(s.physics_action(a.astype(np.float32), info)[None].astype(np.float64))[0]
-    D = np.stack([ctrl_of(0.5 * e) - ctrl_of(-0.5 * e) for e in np.eye(len(action))], axis=1)
-    return ctrl_of(action), D
+def _ctrl_and_its_jacobians(s, info, action):
+    """(ctrl, d ctrl / d u, d u / d action) of the env action: ``u`` the physics action,
+    ``ctrl`` the task's ctrl map of it. Both maps are affine inside the action box, so
+    their Jacobians are differences at +-0.5 (a small step would measure float32
+    rounding)."""
+    u_of = lambda a: np.asarray(s.physics_action(np.float32(a), info), np.float64)
+    ctrl_of = lambda u: s.action_map(np.asarray(u, np.float64)[None])[0]
+    eye = np.eye(len(action))
+    P = np.stack([u_of(0.5 * e) - u_of(-0.5 * e) for e in eye], axis=1)
+    M = np.stack([ctrl_of(0.5 * e) - ctrl_of(-0.5 * e) for e in np.eye(s.nu)], axis=1)
+    return ctrl_of(u_of(action)), M, P
 
 
 def _rel(ours, ref):
@@ -223,12 +227,12 @@ def test_exact_jacobians_match_mujoco_transition_derivatives(converged_box_push)
     s = u.simulation.core.s
     for contact, qpos, qvel, action in _free_and_contact_states(np.random.default_rng(0), 3):
         u.set_state(qpos, qvel)
-        ctrl, D = _ctrl_and_its_jacobian(s, dict(u.simulation.core.info), action)
+        ctrl, M, P = _ctrl_and_its_jacobians(s, dict(u.simulation.core.info), action)
         qpos, qvel = u.simulation.core.d.qpos.copy(), u.simulation.core.d.qvel.copy()
         out = u.grad_step(action, estimator="exact")
         assert (out.info["max_contact_force"] > 0) == contact
         A, B = _mujoco_transition_derivatives(s.model, s.n_substeps, qpos, qvel, np.zeros(s.nv), 0.0, ctrl)
-        assert _rel(out.jacobians.A, A) < 1e-5 and _rel(out.jacobians.B, B @ D) < 1e-5, contact
+        assert _rel(out.jacobians.A, A) < 1e-5 and _rel(out.jacobians.B, B @ M @ P) < 1e-5, contact
 
 
 def test_exact_jacobians_match_mujoco_transition_derivatives_along_a_planar_hand_rollout():
@@ -246,46 +250,91 @@ def test_exact_jacobians_match_mujoco_transition_derivatives_along_a_planar_hand
         action = rng.uniform(-1, 1, s.nu).astype(np.float32)
         d = u.simulation.core.d
         qpos, qvel = d.qpos.copy(), d.qvel.copy()
-        ctrl, D = _ctrl_and_its_jacobian(s, dict(u.simulation.core.info), action)
+        ctrl, M, P = _ctrl_and_its_jacobians(s, dict(u.simulation.core.info), action)
         out = u.grad_step(action, estimator="exact")
         if out.info["max_contact_force"] > 0:
             A, B = _mujoco_transition_derivatives(s.model, s.n_substeps, qpos, qvel, np.zeros(s.nv), 0.0, ctrl)
-            agree.append(_rel(out.jacobians.A, A) < 1e-5 and _rel(out.jacobians.B, B @ D) < 1e-5)
+            agree.append(_rel(out.jacobians.A, A) < 1e-5 and _rel(out.jacobians.B, B @ M @ P) < 1e-5)
     env.close()
     assert len(agree) >= 8 and np.mean(agree) >= 0.8, agree
 
 
-def test_bcg_bundle_is_the_mean_of_mujoco_derivatives_at_its_branches(converged_box_push, monkeypatch):
-    """The pusher pressing into the box: bcg's bundled A and B are the mean, over the
-    branches it drew, of MuJoCo's chained derivatives at each branch's start (the state
-    offset applied in tangent coordinates, the action offset before the ctrl map), times
-    d ctrl / d action. The offsets are read where the estimator draws them."""
+def _recorded_offsets(monkeypatch) -> list:
+    """The (dx, du) offsets of every bundle the C estimators draw from now on, read where
+    they are drawn."""
     from bcg_envs.mujoco_backend import jacobians
 
     drawn = []
     draw = jacobians._sample
     monkeypatch.setattr(jacobians, "_sample", lambda *a: drawn.append(draw(*a)) or drawn[-1])
+    return drawn
+
+
+@pytest.mark.parametrize("estimator, space", [("bcg", "cartesian"), ("bcg", "joint"), ("bundle", "cartesian")])
+def test_bundle_is_the_mean_of_mujoco_derivatives_at_its_branches(converged_box_push, monkeypatch, estimator, space):
+    """The pusher pressing into the box: the bundled A and B (bcg's contact-local branches,
+    and the global first-order bundle's) are the mean, over the branches drawn, of MuJoCo's
+    chained derivatives at each branch's start (the state offset applied in tangent
+    coordinates, the action offset on the physics action), times d ctrl / d action."""
+    drawn = _recorded_offsets(monkeypatch)
     u = converged_box_push.unwrapped
     s = u.simulation.core.s
     qpos, qvel, _ = _pressing_state()
     action = np.array([0.9, -0.2], np.float32)  # inside the box: the clip passes d/da
-    for space in ("cartesian", "joint"):
-        u.set_state(qpos, qvel)
-        drawn.clear()
-        ctrl, D = _ctrl_and_its_jacobian(s, dict(u.simulation.core.info), action)
-        out = u.grad_step(action, estimator="bcg", bundle=bcg_envs.BundleConfig(space=space))
-        assert out.info["bundled"] and out.info["bundle_dropped"] == 0 and len(drawn) == 1
-        dx, du = drawn[0]
-        assert dx.shape == (10, s.nx) and np.all(np.abs(dx[:, : s.nv]).max(1) > 0)
-        branches = [
-            _mujoco_transition_derivatives(
-                s.model, s.n_substeps, qpos, qvel, dx[i, : s.nv], dx[i, s.nv :], ctrl + D @ du[i]
-            )
-            for i in range(len(dx))
-        ]
-        A = np.mean([b[0] for b in branches], axis=0)
-        B = np.mean([b[1] for b in branches], axis=0) @ D
-        assert _rel(out.jacobians.A, A) < 1e-4 and _rel(out.jacobians.B, B) < 1e-4, space
-        # ... and the bundle is not the exact derivative at the start (it smooths the strike)
-        exact, _ = _mujoco_transition_derivatives(s.model, s.n_substeps, qpos, qvel, np.zeros(s.nv), 0.0, ctrl)
-        assert _rel(out.jacobians.A, exact) > 1e-2
+    u.set_state(qpos, qvel)
+    ctrl, M, P = _ctrl_and_its_jacobians(s, dict(u.simulation.core.info), action)
+    out = u.grad_step(action, estimator=estimator, bundle=bcg_envs.BundleConfig(space=space))
+    assert out.info["bundled"] and out.info["bundle_dropped"] == 0 and len(drawn) == 1
+    dx, du = drawn[0]
+    assert dx.shape[1] == s.nx and np.all(np.abs(dx[:, : s.nv]).max(1) > 0)
+    branches = [
+        _mujoco_transition_derivatives(
+            s.model, s.n_substeps, qpos, qvel, dx[i, : s.nv], dx[i, s.nv :], ctrl + M @ du[i]
+        )
+        for i in range(len(dx))
+    ]
+    A = np.mean([b[0] for b in branches], axis=0)
+    B = np.mean([b[1] for b in branches], axis=0) @ M @ P
+    assert _rel(out.jacobians.A, A) < 1e-4 and _rel(out.jacobians.B, B) < 1e-4
+    # ... and the bundle is not the exact derivative at the start (it smooths the strike)
+    exact, _ = _mujoco_transition_derivatives(s.model, s.n_substeps, qpos, qvel, np.zeros(s.nv), 0.0, ctrl)
+    assert _rel(out.jacobians.A, exact) > 1e-2
+
+
+def _mujoco_control_step(m, n_substeps, qpos, qvel, dq, dv, ctrl):
+    """(qpos, qvel) after ``n_substeps`` ``mj_step`` calls from (qpos + dq, qvel + dv)."""
+    d = mujoco.MjData(m)
+    d.qpos[:] = qpos
+    mujoco.mj_integratePos(m, d.qpos, np.asarray(dq, np.float64), 1.0)
+    d.qvel[:] = qvel + dv
+    d.ctrl[:] = ctrl
+    for _ in range(n_substeps):
+        mujoco.mj_step(m, d)
+    return d.qpos.copy(), d.qvel.copy()
+
+
+def test_zeroth_order_is_the_least_squares_fit_of_mujoco_steps_at_its_samples(converged_box_push, monkeypatch):
+    """The pusher pressing into the box: ``zeroth``'s A and B are the least-squares linear
+    fit of the next-state offsets (tangent coordinates, from MuJoCo steps rolled here) on
+    the sample offsets it drew, times d ctrl / d action."""
+    drawn = _recorded_offsets(monkeypatch)
+    u = converged_box_push.unwrapped
+    s = u.simulation.core.s
+    m = s.model
+    qpos, qvel, _ = _pressing_state()
+    action = np.array([0.9, -0.2], np.float32)
+    u.set_state(qpos, qvel)
+    ctrl, M, P = _ctrl_and_its_jacobians(s, dict(u.simulation.core.info), action)
+    out = u.grad_step(action, estimator="zeroth")
+    assert out.info["bundled"] and out.info["bundle_dropped"] == 0 and len(drawn) == 1
+    dx, du = drawn[0]
+    q0, v0 = _mujoco_control_step(m, s.n_substeps, qpos, qvel, np.zeros(s.nv), 0.0, ctrl)
+    dy = []
+    for i in range(len(dx)):
+        q1, v1 = _mujoco_control_step(m, s.n_substeps, qpos, qvel, dx[i, : s.nv], dx[i, s.nv :], ctrl + M @ du[i])
+        dq = np.zeros(s.nv)
+        mujoco.mj_differentiatePos(m, dq, 1.0, q0, q1)
+        dy.append(np.concatenate([dq, v1 - v0]))
+    fit, *_ = np.linalg.lstsq(np.concatenate([dx, du], axis=1), np.array(dy), rcond=None)
+    A, B = fit[: s.nx].T, fit[s.nx :].T
+    assert _rel(out.jacobians.A, A) < 1e-6 and _rel(out.jacobians.B, B @ M @ P) < 1e-6
