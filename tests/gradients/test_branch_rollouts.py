@@ -1,6 +1,6 @@
 """bcg with horizon H > 1 rolls B perturbed branches H steps under the nominal actions:
 the rollout gradient through the window is the mean of the branches' products of exact
-step Jacobians (checked by hand on BoxPush), and ``forward="mean"`` moves the state to
+step Jacobians (checked by hand on BoxPush, under MJX's contact and the BCG authors'), and ``forward="mean"`` moves the state to
 the branch mean."""
 
 import jax
@@ -22,8 +22,8 @@ ACTIONS = np.array([[0.9, 0.0], [0.8, 0.1]], np.float32)  # inside the box: clip
 WEIGHTS = np.array([0.0, 0.0, 1.0, 0.5, 0.2, 0.0, 0.0, 0.3, 0.1, 0.05], np.float32)  # on (qpos, qvel)
 
 
-def _env_and_start(bundle):
-    env = bcg_envs.make_jax("BoxPush-v0", estimator="bcg", bundle=bundle)
+def _env_and_start(bundle, **kwargs):
+    env = bcg_envs.make_jax("BoxPush-v0", estimator="bcg", bundle=bundle, **kwargs)
     _, _, task_info = env.initial_state(jax.random.PRNGKey(0))
     return env, task_info
 
@@ -33,11 +33,20 @@ def window_h2():
     return _env_and_start(BundleConfig(horizon=2))
 
 
-def test_h2_rollout_gradient_is_the_mean_of_hand_rolled_branch_products(window_h2):
+@pytest.mark.parametrize(
+    "contact",
+    [
+        pytest.param({}, id="mujoco"),
+        # its program compiles in ~9 min of CPU: the long tier
+        pytest.param({"contact_model": "moreau", "kappa": 300.0}, id="moreau", marks=pytest.mark.long),
+    ],
+)
+def test_h2_rollout_gradient_is_the_mean_of_hand_rolled_branch_products(window_h2, contact):
     """Batched over two starts (the strike, and the pusher at rest 30 cm away): the strike's
     gradient is the mean over branches of the hand-rolled two-step gradients, the other
-    env's is the exact one (nothing triggers)."""
-    env, task_info = window_h2
+    env's is the exact one (nothing triggers). Under MJX's contact (the default) and the
+    BCG authors' (``moreau``, kappa 300 /m, the paper's decisive setting)."""
+    env, task_info = _env_and_start(BundleConfig(horizon=2), **contact) if contact else window_h2
     rng = jax.random.PRNGKey(7)
     far = np.concatenate([[-0.3, 0.0, 0.0, 0.0, 0.0], np.zeros(5)]).astype(np.float32)
 
