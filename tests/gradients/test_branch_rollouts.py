@@ -1,7 +1,7 @@
 """bcg with horizon H > 1 rolls B perturbed branches H steps under the nominal actions:
 the rollout gradient through the window is the mean of the branches' products of exact
-step Jacobians (checked by hand on BoxPush, under MJX's contact and the BCG authors'), and ``forward="mean"`` moves the state to
-the branch mean."""
+step Jacobians (checked by hand on BoxPush, under MJX's contact and the BCG authors'),
+and ``forward="mean"`` moves the state to the branch mean."""
 
 import jax
 import jax.numpy as jnp
