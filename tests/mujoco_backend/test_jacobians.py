@@ -338,3 +338,28 @@ def test_zeroth_order_is_the_least_squares_fit_of_mujoco_steps_at_its_samples(co
     fit, *_ = np.linalg.lstsq(np.concatenate([dx, du], axis=1), np.array(dy), rcond=None)
     A, B = fit[: s.nx].T, fit[s.nx :].T
     assert _rel(out.jacobians.A, A) < 1e-6 and _rel(out.jacobians.B, B @ M @ P) < 1e-6
+
+
+def test_bcg_step_inside_its_window_is_the_mean_of_mujoco_derivatives_at_its_branches(converged_box_push, monkeypatch):
+    """The step after a strike, inside bcg's two-step window: bundled again (from fresh
+    offsets at that step's start), and again the mean of MuJoCo's derivatives there."""
+    drawn = _recorded_offsets(monkeypatch)
+    u = converged_box_push.unwrapped
+    s = u.simulation.core.s
+    qpos, qvel, _ = _pressing_state()
+    u.set_state(qpos, qvel)
+    first = u.grad_step(np.array([0.9, -0.2], np.float32), estimator="bcg")
+    assert first.info["bundled"] and first.info["bundle_window"] == 1
+    action = np.array([-0.5, 0.3], np.float32)
+    q1, v1 = u.simulation.core.d.qpos.copy(), u.simulation.core.d.qvel.copy()
+    ctrl, M, P = _ctrl_and_its_jacobians(s, dict(u.simulation.core.info), action)
+    out = u.grad_step(action, estimator="bcg")
+    assert out.info["bundled"] and out.info["bundle_window"] == 0 and len(drawn) == 2
+    dx, du = drawn[1]
+    branches = [
+        _mujoco_transition_derivatives(s.model, s.n_substeps, q1, v1, dx[i, : s.nv], dx[i, s.nv :], ctrl + M @ du[i])
+        for i in range(len(dx))
+    ]
+    A = np.mean([b[0] for b in branches], axis=0)
+    B = np.mean([b[1] for b in branches], axis=0) @ M @ P
+    assert _rel(out.jacobians.A, A) < 1e-4 and _rel(out.jacobians.B, B) < 1e-4
