@@ -1,7 +1,7 @@
 """bcg with horizon H > 1 rolls B perturbed branches H steps under the nominal actions:
 the rollout gradient through the window is the mean of the branches' products of exact
-step Jacobians (checked by hand on BoxPush, under MJX's contact and the BCG authors'),
-and ``forward="mean"`` moves the state to the branch mean."""
+step Jacobians (checked by hand on BoxPush, under MJX's contact, the BCG authors' and our
+penalty model), and ``forward="mean"`` moves the state to the branch mean."""
 
 import jax
 import jax.numpy as jnp
@@ -37,15 +37,16 @@ def window_h2():
     "contact",
     [
         pytest.param({}, id="mujoco"),
-        # its program compiles in ~9 min of CPU: the long tier
+        # their programs compile in ~9 min of CPU each: the long tier
         pytest.param({"contact_model": "moreau", "kappa": 300.0}, id="moreau", marks=pytest.mark.long),
+        pytest.param({"contact_model": "penalty", "kappa": 300.0}, id="penalty", marks=pytest.mark.long),
     ],
 )
 def test_h2_rollout_gradient_is_the_mean_of_hand_rolled_branch_products(window_h2, contact):
     """Batched over two starts (the strike, and the pusher at rest 30 cm away): the strike's
     gradient is the mean over branches of the hand-rolled two-step gradients, the other
-    env's is the exact one (nothing triggers). Under MJX's contact (the default) and the
-    BCG authors' (``moreau``, kappa 300 /m, the paper's decisive setting)."""
+    env's is the exact one (nothing triggers). Under MJX's contact (the default), the BCG
+    authors' (``moreau``) and our penalty model, both at kappa 300 /m."""
     env, task_info = _env_and_start(BundleConfig(horizon=2), **contact) if contact else window_h2
     rng = jax.random.PRNGKey(7)
     far = np.concatenate([[-0.3, 0.0, 0.0, 0.0, 0.0], np.zeros(5)]).astype(np.float32)
