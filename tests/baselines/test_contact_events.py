@@ -32,6 +32,7 @@ def test_box_push_strikes_are_bundled_and_pushing_is_not(tmp_path):
         assert float(row["bundled_point"]) <= float(row["bundled_force"])
 
 
+@pytest.mark.integration  # a BoxPush program under the penalty model: ~20 s of compile
 def test_penalty_model_rows_name_their_contact_model(tmp_path):
     out = tmp_path / "events.csv"
     rows = contact_events.main(
@@ -57,6 +58,7 @@ def test_a_bad_kappa_is_refused_by_name(argv, message):
         contact_events.main(["--env", "BoxPush-v0", "--out", ""] + argv)
 
 
+@pytest.mark.integration
 def test_penalty_model_without_kappa_records_the_default():
     rows = contact_events.measure("BoxPush-v0", 1, contact_model="penalty")
     assert {r["kappa"] for r in rows} == {float(PenaltyContact.kappa)}

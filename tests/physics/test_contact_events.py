@@ -19,13 +19,14 @@ def box():
 
 
 def _data(physics, qpos, qvel):
-    return physics.make_data(jnp.asarray(qpos, jnp.float32), jnp.asarray(qvel, jnp.float32))
+    return jax.jit(physics.make_data)(jnp.asarray(qpos, jnp.float32), jnp.asarray(qvel, jnp.float32))
 
 
 def test_resting_box_is_one_event_carrying_its_weight_with_no_rise(box):
     model, qpos, qvel = box
     physics = Physics(model, N_SUBSTEPS)
-    _, report = control_step_with_contacts(physics, _data(physics, qpos, qvel), jnp.zeros(1))
+    step = jax.jit(lambda data, ctrl: control_step_with_contacts(physics, data, ctrl))  # eager: a compile per op
+    _, report = step(_data(physics, qpos, qvel), jnp.zeros(1))
     active = np.asarray(report.geoms)[:, 0] >= 0
     assert active.sum() >= 3  # several corner contacts ...
     force = np.asarray(report.force)[active]

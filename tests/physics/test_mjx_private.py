@@ -113,7 +113,7 @@ def test_public_mass_matrix_and_point_jacobian_match_mujoco(resting, jacobian):
     mujoco.mj_forward(m, d)
     with jax.enable_x64(True):
         mx = mjx.put_model(m)
-        dx = mjx.forward(mx, mjx.put_data(m, d))
+        dx = jax.jit(mjx.forward)(mx, mjx.put_data(m, d))  # eager: twice as slow (a compile per op)
         dense = np.zeros((m.nv, m.nv))
         mujoco.mj_fullM(m, d, dense)
         np.testing.assert_allclose(mjx.full_m(mx, dx), dense, rtol=1e-10, atol=1e-12)

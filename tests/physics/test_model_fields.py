@@ -169,7 +169,7 @@ def test_reset_draws_and_state_from_keeps_the_episode_model(env):
     assert float(reset(jax.random.PRNGKey(0)).info["model/body_mass"][1]) == m0  # deterministic in the key
     assert env.physics_of(s0.info).model.body_mass[1] == m0
     assert env.physics_of({}).model.body_mass[1] == 1.0  # the env's own model is untouched
-    state = env.state_from(
+    state = jax.jit(env.state_from)(  # eager: a compile per op
         jnp.zeros(1), jnp.zeros(1), None, {k: v for k, v in s1.info.items() if k != "rng"}, s1.info["rng"]
     )
     assert float(state.info["model/body_mass"][1]) == m1
