@@ -175,16 +175,28 @@ def _converged(env):
     return env
 
 
+def _integrated(m, qpos, dq):
+    """qpos (+) dq (``mj_integratePos``)."""
+    q = np.array(qpos, np.float64)
+    mujoco.mj_integratePos(m, q, np.asarray(dq, np.float64), 1.0)
+    return q
+
+
+def _data_at(m, qpos, qvel, dq, dv, ctrl) -> mujoco.MjData:
+    """A fresh ``MjData`` at (qpos (+) dq, qvel + dv) under ``ctrl``."""
+    d = mujoco.MjData(m)
+    d.qpos[:] = _integrated(m, qpos, dq)
+    d.qvel[:] = qvel + dv
+    d.ctrl[:] = ctrl
+    return d
+
+
 def _mujoco_transition_derivatives(m, n_substeps, qpos, qvel, dq, dv, ctrl):
     """(A, B) of ``n_substeps`` ``mj_step`` calls from (qpos + dq, qvel + dv) under ``ctrl``,
     chained from MuJoCo's centred finite-difference derivative of each substep
     (``mjd_transitionFD``): A = A_n ... A_1, B = sum_k A_n ... A_{k+1} B_k (tangent
     coordinates, d ctrl). Independent of the package's batched central differences."""
-    d = mujoco.MjData(m)
-    d.qpos[:] = qpos
-    mujoco.mj_integratePos(m, d.qpos, np.asarray(dq, np.float64), 1.0)
-    d.qvel[:] = qvel + dv
-    d.ctrl[:] = ctrl
+    d = _data_at(m, qpos, qvel, dq, dv, ctrl)
     nx = 2 * m.nv + m.na
     A, B = np.eye(nx), np.zeros((nx, m.nu))
     for _ in range(n_substeps):
@@ -197,20 +209,10 @@ def _mujoco_transition_derivatives(m, n_substeps, qpos, qvel, dq, dv, ctrl):
 
 def _mujoco_control_step(m, n_substeps, qpos, qvel, dq, dv, ctrl):
     """(qpos, qvel) after ``n_substeps`` ``mj_step`` calls from (qpos + dq, qvel + dv)."""
-    d = mujoco.MjData(m)
-    d.qpos[:] = qpos
-    mujoco.mj_integratePos(m, d.qpos, np.asarray(dq, np.float64), 1.0)
-    d.qvel[:] = qvel + dv
-    d.ctrl[:] = ctrl
+    d = _data_at(m, qpos, qvel, dq, dv, ctrl)
     for _ in range(n_substeps):
         mujoco.mj_step(m, d)
     return d.qpos.copy(), d.qvel.copy()
-
-
-def _integrated(m, qpos, dq):
-    q = np.array(qpos, np.float64)
-    mujoco.mj_integratePos(m, q, np.asarray(dq, np.float64), 1.0)
-    return q
 
 
 def _tangent_map(m, base, point_of, eps=1e-6):
