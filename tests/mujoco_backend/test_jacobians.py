@@ -257,6 +257,25 @@ def _ctrl_and_its_jacobians(s, info, action):
     return ctrl_of(u_of(action)), M, P
 
 
+def _mujoco_reference(s, qpos, qvel, dx, du, ctrl, M, P):
+    """The mean over offsets (dx, du) (k rows each; one zero row: the exact derivative) of
+    MuJoCo's derivatives at each branch start, in the estimators' coordinates
+    (``_branch_derivatives_in_start_coordinates``), B per env action: (A, B)."""
+    m, nv = s.model, s.nv
+    next_qpos, _ = _mujoco_control_step(m, s.n_substeps, qpos, qvel, np.zeros(nv), 0.0, ctrl)
+    branches = [
+        _branch_derivatives_in_start_coordinates(
+            m, s.n_substeps, qpos, qvel, dx[i, :nv], dx[i, nv : 2 * nv], ctrl + M @ du[i], next_qpos
+        )
+        for i in range(len(dx))
+    ]
+    return np.mean([b[0] for b in branches], axis=0), np.mean([b[1] for b in branches], axis=0) @ M @ P
+
+
+def _exact_reference(s, qpos, qvel, ctrl, M, P):
+    return _mujoco_reference(s, qpos, qvel, np.zeros((1, s.nx)), np.zeros((1, s.nu)), ctrl, M, P)
+
+
 def _rel(ours, ref):
     return np.linalg.norm(ours - ref) / max(np.linalg.norm(ref), 1e-12)
 
@@ -280,8 +299,8 @@ def test_exact_jacobians_match_mujoco_transition_derivatives(converged_box_push)
         qpos, qvel = u.simulation.core.d.qpos.copy(), u.simulation.core.d.qvel.copy()
         out = u.grad_step(action, estimator="exact")
         assert (out.info["max_contact_force"] > 0) == contact
-        A, B = _mujoco_transition_derivatives(s.model, s.n_substeps, qpos, qvel, np.zeros(s.nv), 0.0, ctrl)
-        assert _rel(out.jacobians.A, A) < 1e-5 and _rel(out.jacobians.B, B @ M @ P) < 1e-5, contact
+        A, B = _exact_reference(s, qpos, qvel, ctrl, M, P)
+        assert _rel(out.jacobians.A, A) < 1e-5 and _rel(out.jacobians.B, B) < 1e-5, contact
 
 
 def test_exact_jacobians_match_mujoco_transition_derivatives_along_a_planar_hand_rollout():
@@ -302,8 +321,8 @@ def test_exact_jacobians_match_mujoco_transition_derivatives_along_a_planar_hand
         ctrl, M, P = _ctrl_and_its_jacobians(s, dict(u.simulation.core.info), action)
         out = u.grad_step(action, estimator="exact")
         if out.info["max_contact_force"] > 0:
-            A, B = _mujoco_transition_derivatives(s.model, s.n_substeps, qpos, qvel, np.zeros(s.nv), 0.0, ctrl)
-            agree.append(_rel(out.jacobians.A, A) < 1e-5 and _rel(out.jacobians.B, B @ M @ P) < 1e-5)
+            A, B = _exact_reference(s, qpos, qvel, ctrl, M, P)
+            agree.append(_rel(out.jacobians.A, A) < 1e-5 and _rel(out.jacobians.B, B) < 1e-5)
     env.close()
     assert len(agree) >= 8 and np.mean(agree) >= 0.8, agree
 
@@ -336,18 +355,10 @@ def test_bundle_is_the_mean_of_mujoco_derivatives_at_its_branches(converged_box_
     assert out.info["bundled"] and out.info["bundle_dropped"] == 0 and len(drawn) == 1
     dx, du = drawn[0]
     assert dx.shape[1] == s.nx and np.all(np.abs(dx[:, : s.nv]).max(1) > 0)
-    branches = [
-        _mujoco_transition_derivatives(
-            s.model, s.n_substeps, qpos, qvel, dx[i, : s.nv], dx[i, s.nv :], ctrl + M @ du[i]
-        )
-        for i in range(len(dx))
-    ]
-    A = np.mean([b[0] for b in branches], axis=0)
-    B = np.mean([b[1] for b in branches], axis=0) @ M @ P
+    A, B = _mujoco_reference(s, qpos, qvel, dx, du, ctrl, M, P)
     assert _rel(out.jacobians.A, A) < 1e-4 and _rel(out.jacobians.B, B) < 1e-4
     # ... and the bundle is not the exact derivative at the start (it smooths the strike)
-    exact, _ = _mujoco_transition_derivatives(s.model, s.n_substeps, qpos, qvel, np.zeros(s.nv), 0.0, ctrl)
-    assert _rel(out.jacobians.A, exact) > 1e-2
+    assert _rel(out.jacobians.A, _exact_reference(s, qpos, qvel, ctrl, M, P)[0]) > 1e-2
 
 
 def test_zeroth_order_is_the_least_squares_fit_of_mujoco_steps_at_its_samples(converged_box_push, monkeypatch):
@@ -368,7 +379,9 @@ def test_zeroth_order_is_the_least_squares_fit_of_mujoco_steps_at_its_samples(co
     q0, v0 = _mujoco_control_step(m, s.n_substeps, qpos, qvel, np.zeros(s.nv), 0.0, ctrl)
     dy = []
     for i in range(len(dx)):
-        q1, v1 = _mujoco_control_step(m, s.n_substeps, qpos, qvel, dx[i, : s.nv], dx[i, s.nv :], ctrl + M @ du[i])
+        q1, v1 = _mujoco_control_step(
+            m, s.n_substeps, qpos, qvel, dx[i, : s.nv], dx[i, s.nv : 2 * s.nv], ctrl + M @ du[i]
+        )
         dq = np.zeros(s.nv)
         mujoco.mj_differentiatePos(m, dq, 1.0, q0, q1)
         dy.append(np.concatenate([dq, v1 - v0]))
@@ -393,12 +406,7 @@ def test_bcg_step_inside_its_window_is_the_mean_of_mujoco_derivatives_at_its_bra
     out = u.grad_step(action, estimator="bcg")
     assert out.info["bundled"] and out.info["bundle_window"] == 0 and len(drawn) == 2
     dx, du = drawn[1]
-    branches = [
-        _mujoco_transition_derivatives(s.model, s.n_substeps, q1, v1, dx[i, : s.nv], dx[i, s.nv :], ctrl + M @ du[i])
-        for i in range(len(dx))
-    ]
-    A = np.mean([b[0] for b in branches], axis=0)
-    B = np.mean([b[1] for b in branches], axis=0) @ M @ P
+    A, B = _mujoco_reference(s, q1, v1, dx, du, ctrl, M, P)
     assert _rel(out.jacobians.A, A) < 1e-4 and _rel(out.jacobians.B, B) < 1e-4
 
 
@@ -431,16 +439,8 @@ def test_g1_jacobians_in_flight_match_mujoco_transition_derivatives(estimator, m
     env.close()
     assert out.info["max_contact_force"] == 0.0 and out.info["bundle_dropped"] == 0
     if estimator == "exact":
-        dx, du = np.zeros((1, s.nx)), np.zeros((1, s.nu))
+        A, B = _exact_reference(s, q0, v0, ctrl, M, P)
     else:
         ((dx, du),) = drawn
-    next_qpos, _ = _mujoco_control_step(s.model, s.n_substeps, q0, v0, np.zeros(s.nv), 0.0, ctrl)
-    branches = [
-        _branch_derivatives_in_start_coordinates(
-            s.model, s.n_substeps, q0, v0, dx[i, : s.nv], dx[i, s.nv :], ctrl + M @ du[i], next_qpos
-        )
-        for i in range(len(dx))
-    ]
-    A = np.mean([b[0] for b in branches], axis=0)
-    B = np.mean([b[1] for b in branches], axis=0) @ M @ P
+        A, B = _mujoco_reference(s, q0, v0, dx, du, ctrl, M, P)
     assert _rel(out.jacobians.A, A) < 1e-6 and _rel(out.jacobians.B, B) < 1e-6
