@@ -1,4 +1,6 @@
-"""The batched ``bcg`` rule: bundles only for triggered envs, same Jacobians as per env."""
+"""The differentiable step's backward pass and the batched ``bcg`` rule: VJPs against
+transposed Jacobians, branch windows against hand-rolled branch gradients, bundles only
+for triggered envs."""
 
 import os
 
@@ -9,6 +11,7 @@ import pytest
 
 import bcg_envs
 from bcg_envs.gradients.differentiable_step import bcg_chunk
+from bcg_envs.physics.simulator import control_step_with_contacts
 from tests.fresh_process import run_fresh
 
 
@@ -362,3 +365,122 @@ def test_unbatched_bcg_vjp_runs_in_a_process_restricted_to_one_cpu(tmp_path):
     bundled, worst = out.stdout.split()[-2:]
     assert bundled == "True"  # the strike triggers bcg: the bundle path ran
     assert float(worst) <= RTOL
+
+
+# ----- the backward pass on a toy (default tier) --------------------------------------------
+# The checks above compile BoxPush programs (integration tier). The same mechanics on a 1-D
+# ball and a wall under MuJoCo's contact, one compiled program per test: bcg's batched VJP
+# (bundled where the ball strikes the wall, exact where it rests against it or flies free)
+# against the transposed forward-mode Jacobians, and a two-step branch window against
+# hand-rolled branch gradients.
+TOY_XML = """<mujoco>
+  <option timestep="0.002" gravity="0 0 0"/>
+  <worldbody>
+    <geom name="wall" type="plane" pos="0.5 0 0" zaxis="-1 0 0" size="1 1 0.1"/>
+    <body name="ball">
+      <joint name="x" type="slide" axis="1 0 0"/>
+      <geom name="ball" type="sphere" size="0.05" mass="1"/>
+    </body>
+  </worldbody>
+  <actuator><motor joint="x" gear="1"/></actuator>
+</mujoco>"""
+#: (ball centre x (m), velocity (m/s)): 2 mm from the wall at 1 m/s (the first 10 ms step
+#: strikes it: tens of N), resting against it (pressed by the action: under 1 N), free.
+TOY_STARTS = np.array([[0.448, 1.0], [0.45, 0.0], [0.15, 0.0]], np.float32)
+TOY_ACTIONS = np.array([[0.5], [0.5], [-0.2]], np.float32)
+TOY_WEIGHTS = np.array([1.0, 0.3], np.float32)  # on the final (qpos, qvel)
+
+
+@pytest.fixture(scope="module")
+def toy(make_toy_env):
+    """``make(bundle)``: the ball-wall env, bcg triggering above 1 N, 5 physics substeps
+    per control step. Slide joint: tangent coordinates are (q, v) themselves."""
+
+    def make(bundle):
+        return make_toy_env(
+            TOY_XML,
+            ctrl_dt=0.01,
+            initial_state=lambda key: (jnp.zeros(1), jnp.zeros(1)),
+            force_threshold=1.0,
+            estimator="bcg",
+            bundle=bundle,
+        )
+
+    return make
+
+
+def _toy_data(env, start):
+    return env.state_from(start[:1], start[1:], None, {}, jax.random.PRNGKey(0)).data
+
+
+def test_toy_bcg_step_vjp_is_its_jacobians_transposed(toy):
+    """One-step bcg, batched: the VJP of the strike is the transposed bundle (the mean of
+    10 branches' Jacobians), those of the resting and the free ball the transposed exact
+    Jacobians (through the contact solve for the resting one)."""
+    env = toy(bcg_envs.BundleConfig(horizon=1))
+    bcg = env.stepper()
+    key, g = jax.random.PRNGKey(3), jnp.asarray([1.0, 0.5], np.float32)
+
+    def one(start, action):
+        data, window = _toy_data(env, start), jnp.zeros((), jnp.int32)
+
+        def out(x, a):
+            nxt = bcg(data.replace(qpos=x[:1], qvel=x[1:]), a, key, window).data
+            return jnp.concatenate([nxt.qpos, nxt.qvel])
+
+        vjp = jax.vjp(out, start, action)[1](g)
+        (_, report, trigger), (A, B), stats = bcg.jacobians(data, action, key, window)
+        return vjp, (A, B), trigger, stats["bundle_valid"], jnp.max(report.force)
+
+    (gx, ga), (A, B), trigger, valid, force = jax.jit(jax.vmap(one))(jnp.asarray(TOY_STARTS), jnp.asarray(TOY_ACTIONS))
+    assert np.asarray(trigger).tolist() == [True, False, False]
+    assert np.asarray(valid).tolist() == [10, 1, 1]
+    assert float(force[0]) > 10.0 and 0.0 < float(force[1]) < 1.0 and float(force[2]) == 0.0
+    for i in range(3):
+        np.testing.assert_allclose(np.asarray(gx[i]), np.asarray(A[i]).T @ np.asarray(g), rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(np.asarray(ga[i]), np.asarray(B[i]).T @ np.asarray(g), rtol=1e-4, atol=1e-6)
+
+
+def test_toy_bcg_two_step_window_is_the_mean_of_branch_gradients(toy):
+    """bcg with H = 2 through ``env.step``: the strike's two-step rollout gradient is the
+    mean over its branches of the exact two-step gradients at the same perturbations (drawn
+    with the key ``env.step`` hands the first step); the free ball's is exact (its
+    "branches" here roll from zero offsets)."""
+    env = toy(bcg_envs.BundleConfig(horizon=2))
+    stepper, physics = env.stepper(), env.physics
+    rng = jax.random.PRNGKey(7)
+    _, key = jax.random.split(rng)
+    actions = jnp.asarray(TOY_ACTIONS[[0, 2]])  # two control steps
+
+    def final(d):
+        return jnp.dot(TOY_WEIGHTS, jnp.concatenate([d.qpos, d.qvel]))
+
+    def both(start):
+        def body(s, a):
+            s = env.step(s, a)
+            return s, s.info["bundled"]
+
+        def through_env(x0, acts):  # scans compile one step for both steps
+            s, bundled = jax.lax.scan(body, env.state_from(x0[:1], x0[1:], None, {}, rng), acts)
+            return final(s.data), bundled[0]
+
+        got, bundled = jax.grad(through_env, argnums=(0, 1), has_aux=True)(start, actions)
+        data0 = env.state_from(start[:1], start[1:], None, {}, rng).data
+        _, contact = control_step_with_contacts(physics, data0, env.action_to_ctrl(actions[0]))
+        dx, du = stepper.offsets(data0, actions[0], key, contact)
+        dx, du = jnp.where(bundled, dx, 0.0), jnp.where(bundled, du, 0.0)
+
+        def rolled(x, acts, dxb, dub):
+            d = stepper.displace(data0.replace(qpos=x[:1], qvel=x[1:]), dxb)
+            step = lambda d, a: (physics.control_step(d, env.action_to_ctrl(a)), None)  # noqa: E731
+            return final(jax.lax.scan(step, d, acts.at[0].add(dub))[0])
+
+        branches = jax.vmap(jax.grad(rolled, argnums=(0, 1)), in_axes=(None, None, 0, 0))(start, actions, dx, du)
+        return got, bundled, jax.tree.map(lambda b: b.mean(0), branches), jnp.max(jnp.abs(dx))
+
+    starts = jnp.asarray(TOY_STARTS[[0, 2]])
+    got, bundled, want, offset = jax.jit(jax.vmap(both))(starts)
+    assert np.asarray(bundled).tolist() == [True, False]  # the second step is inside the strike's window
+    assert float(offset[0]) > 1e-3  # the strike's branches are perturbed (sigma: 1 cm, 2 cm/s)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
