@@ -355,8 +355,8 @@ def _cmd_gradcheck(args) -> None:
     check_positive(args.states, "--states", "states to check")
     from bcg_envs.gradcheck import run
 
-    ok = run(args.env, states=args.states, seed=args.seed)
-    sys.exit(0 if ok else 1)
+    checks = run(args.env, states=args.states, seed=args.seed)
+    sys.exit(0 if all(c.within for c in checks) else 1)
 
 
 #: The estimators of ``bench --tables shac`` (of those given by ``--estimators``): the
