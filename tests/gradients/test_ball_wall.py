@@ -24,19 +24,9 @@ import numpy as np
 import pytest
 
 from bcg_envs import BundleConfig
+from tests.ball_wall import WALL_CONTACT_X
+from tests.ball_wall import XML as BALL_XML
 
-BALL_XML = """<mujoco>
-  <option timestep="0.002" gravity="0 0 0" integrator="implicitfast"/>
-  <worldbody>
-    <geom name="wall" type="plane" pos="0.5 0 0" zaxis="-1 0 0" size="1 1 0.1"/>
-    <body name="ball">
-      <joint name="x" type="slide" axis="1 0 0"/>
-      <geom name="ball" type="sphere" size="0.05" mass="1"/>
-    </body>
-  </worldbody>
-  <actuator><motor joint="x" gear="1"/></actuator>
-</mujoco>"""
-WALL_CONTACT_X = 0.45  # ball centre where its surface touches the wall (p = 0)
 V, SIGMA, H, BETA, KAPPA, SAMPLES = 1.0, 0.01, 0.002, 0.2, 3000.0, 4096
 ZEROTH_SEEDS = 16
 

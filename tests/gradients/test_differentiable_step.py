@@ -12,6 +12,7 @@ import pytest
 import bcg_envs
 from bcg_envs.gradients.differentiable_step import bcg_chunk
 from bcg_envs.physics.simulator import control_step_with_contacts
+from tests.ball_wall import XML as BALL_XML
 from tests.fresh_process import run_fresh
 
 
@@ -373,17 +374,6 @@ def test_unbatched_bcg_vjp_runs_in_a_process_restricted_to_one_cpu(tmp_path):
 # (bundled where the ball strikes the wall, exact where it rests against it or flies free)
 # against the transposed forward-mode Jacobians, and a two-step branch window against
 # hand-rolled branch gradients.
-TOY_XML = """<mujoco>
-  <option timestep="0.002" gravity="0 0 0"/>
-  <worldbody>
-    <geom name="wall" type="plane" pos="0.5 0 0" zaxis="-1 0 0" size="1 1 0.1"/>
-    <body name="ball">
-      <joint name="x" type="slide" axis="1 0 0"/>
-      <geom name="ball" type="sphere" size="0.05" mass="1"/>
-    </body>
-  </worldbody>
-  <actuator><motor joint="x" gear="1"/></actuator>
-</mujoco>"""
 #: (ball centre x (m), velocity (m/s)): 2 mm from the wall at 1 m/s (the first 10 ms step
 #: strikes it: tens of N), resting against it (pressed by the action: under 1 N), free.
 TOY_STARTS = np.array([[0.448, 1.0], [0.45, 0.0], [0.15, 0.0]], np.float32)
@@ -398,7 +388,7 @@ def toy(make_toy_env):
 
     def make(bundle):
         return make_toy_env(
-            TOY_XML,
+            BALL_XML,
             ctrl_dt=0.01,
             initial_state=lambda key: (jnp.zeros(1), jnp.zeros(1)),
             force_threshold=1.0,
