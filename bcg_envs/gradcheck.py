@@ -6,7 +6,9 @@ the control step in MuJoCo C (float64, tangent coordinates through ``mj_integrat
 ``mj_differentiatePos``, the task's action map in float64, the solver run to
 convergence), independent of MJX. Where a perturbation turns a contact on or off, or a
 dry-friction force crosses its limit, the step has no derivative and the two differ; the
-report marks the states in contact.
+report marks the states in contact. Where a force-limited actuator saturates (G1 at random
+states), MJX's step itself differs from MuJoCo C's (docs/environments.md, "Two physics
+backends"), and so do its Jacobians.
 """
 
 from __future__ import annotations
