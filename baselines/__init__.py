@@ -7,6 +7,14 @@ from pathlib import Path
 from typing import Iterable, Sequence
 
 
+def write_csv(path: Path, fields: Sequence[str], rows: Iterable[dict]) -> None:
+    """Write ``rows`` to a new CSV at ``path`` with ``fields`` as its header (replacing it)."""
+    with Path(path).open("w", newline="") as f:
+        writer = csv.DictWriter(f, list(fields))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
 def append_csv(path: Path, fields: Sequence[str], rows: Iterable[dict]) -> None:
     """Append ``rows`` to the CSV at ``path`` (header written when the file is new; an
     existing file must have exactly ``fields`` as its header, else ValueError)."""

@@ -19,13 +19,12 @@ share of control steps with a saturated actuator, per seed and as the seed mean)
 from __future__ import annotations
 
 import argparse
-import csv
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
-from baselines import protocol
+from baselines import protocol, write_csv
 from baselines.final_scores import POLICIES, final_runs
 
 #: N m: how close to a ``forcerange`` bound a clamped force is (the clamp returns the bound).
@@ -122,10 +121,7 @@ def main(argv: Optional[List[str]] = None) -> str:
     rows = measure(args.env, out, args.steps, args.episodes, env_kwargs)
     if not rows:
         raise SystemExit(f"no complete run with a checkpoint in {out}")
-    with open(out / "actuator_saturation.csv", "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(out / "actuator_saturation.csv", COLUMNS, rows)
     text = table(rows)
     (out / "actuator_saturation.md").write_text(text)
     print(text)

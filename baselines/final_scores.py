@@ -37,7 +37,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 
 import numpy as np
 
-from baselines import protocol, run_csv
+from baselines import protocol, run_csv, write_csv
 from baselines.seed_stats import seed_interval
 from bcg_envs.stats import format_success, success_summary
 
@@ -251,10 +251,7 @@ def main(argv: Optional[List[str]] = None) -> str:
     rows = [r for r in done if _run(r) not in rescored] + new
     if not rows:
         raise SystemExit(f"no complete run with a checkpointed final policy in {out_dir}")
-    with path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
+    write_csv(path, COLUMNS, rows)
     text = table(rows)
     (out_dir / "final_scores.md").write_text(text)
     print(text)

@@ -49,8 +49,6 @@ def run(env_id: str = "BoxPush-v0", states: int = 5, seed: int = 0, tolerance: f
 
     name = f"bcg_envs/{bcg_envs.registry.short_name(env_id)}"
     mjx_env, c_env = gym.make(name), gym.make(name, backend="mujoco")
-    c_env.reset(seed=seed)
-    c_env.unwrapped.model.opt.iterations, c_env.unwrapped.model.opt.tolerance = REFERENCE_SOLVER
     rng = np.random.default_rng(seed)
     space = mjx_env.action_space
     episode = seed
@@ -63,6 +61,7 @@ def run(env_id: str = "BoxPush-v0", states: int = 5, seed: int = 0, tolerance: f
         return rng.uniform(space.low, space.high).astype(np.float32)
 
     new_episode()
+    c_env.unwrapped.model.opt.iterations, c_env.unwrapped.model.opt.tolerance = REFERENCE_SOLVER
     checks = []
     for i in range(states):
         for _ in range(int(rng.integers(1, 10))):

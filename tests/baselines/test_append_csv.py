@@ -1,4 +1,4 @@
-"""baselines.append_csv: rows go under the file's own header, never under another."""
+"""baselines.append_csv and write_csv: rows go under the file's own header, never under another."""
 
 import csv
 
@@ -20,3 +20,12 @@ def test_refuses_a_file_with_other_columns(tmp_path):
     with pytest.raises(ValueError, match="differ"):
         append_csv(path, ["a", "c", "b"], [{"a": 1, "c": 0, "b": 2}])
     assert len(list(csv.DictReader(open(path)))) == 1  # nothing was appended
+
+
+def test_write_csv_replaces_the_file(tmp_path):
+    from baselines import write_csv
+
+    path = tmp_path / "rows.csv"
+    write_csv(path, ["a", "b"], [{"a": 1, "b": 2}])
+    write_csv(path, ["a", "b"], [{"a": 3, "b": 4}, {"a": 5, "b": 6}])
+    assert path.read_text().splitlines() == ["a,b", "3,4", "5,6"]
