@@ -470,7 +470,7 @@ def test_toy_bcg_two_step_window_is_the_mean_of_branch_gradients(toy):
 
     starts = jnp.asarray(TOY_STARTS[[0, 2]])
     got, bundled, want, offset = jax.jit(jax.vmap(both))(starts)
-    assert np.asarray(bundled).tolist() == [True, False]  # the second step is inside the strike's window
+    assert np.asarray(bundled).tolist() == [True, False]  # the strike opens a window (its second step inside)
     assert float(offset[0]) > 1e-3  # the strike's branches are perturbed (sigma: 1 cm, 2 cm/s)
     for a, b in zip(got, want):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
