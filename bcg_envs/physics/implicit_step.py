@@ -24,6 +24,11 @@ This step fixes that at the root:
 
 The Newton step comes from MJX's solver context (private API of the pinned
 ``mujoco-mjx``, through ``mjx_private``; requires ``opt.solver = Newton``).
+
+``implicitfast`` follows MuJoCo C: an actuator whose force sits at its ``forcerange`` bound
+has no velocity derivative (its force no longer depends on velocity), so its ``kv`` is left
+out of the implicit update. MJX 3.17 keeps it there, which scales a saturated servo's velocity
+change by ``I / (I + h kv)``; ``clamp_aware`` removes the difference.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from bcg_envs.physics import mjx_private, penalty_contact
 
 _INTEGRATORS = {
     int(mujoco.mjtIntegrator.mjINT_EULER): mjx.euler,
-    int(mujoco.mjtIntegrator.mjINT_IMPLICITFAST): mjx.implicit,
+    int(mujoco.mjtIntegrator.mjINT_IMPLICITFAST): lambda m, d: mjx.implicit(clamp_aware(m, d), d),
 }
 
 
@@ -77,13 +82,32 @@ def _tangent_only(x: jax.Array) -> jax.Array:
     return x - jax.lax.stop_gradient(x)
 
 
+def clamp_aware(m: mjx.Model, d: mjx.Data) -> mjx.Model:
+    """``m`` with the velocity gains (``gainprm[2]``, ``biasprm[2]``) of every force-limited
+    actuator whose ``d.actuator_force`` is at a ``forcerange`` bound set to zero: the model
+    MJX's ``implicitfast`` must see to take the same step as MuJoCo C (which skips such
+    actuators in ``qDeriv``). Used only for the implicit update; the forces are ``d``'s."""
+    limited = np.asarray(m.actuator_forcelimited, bool)
+    if not limited.any():
+        return m
+    force = d.actuator_force
+    lower, upper = m.actuator_forcerange[:, 0], m.actuator_forcerange[:, 1]
+    clamped = limited & ((force <= lower) | (force >= upper))
+    free = jax.numpy.where(clamped, 0.0, 1.0).astype(m.actuator_gainprm.dtype)
+    return m.replace(
+        actuator_gainprm=m.actuator_gainprm.at[..., 2].multiply(free),
+        actuator_biasprm=m.actuator_biasprm.at[..., 2].multiply(free),
+    )
+
+
 def integration_mass(m: mjx.Model, d: mjx.Data) -> jax.Array:
-    """The dense matrix the integrator inverts for ``qacc``: ``M - h dF/dv`` (implicitfast),
-    ``M + h diag(damping)`` (Euler with implicit damping), else ``M``."""
+    """The dense matrix the integrator inverts for ``qacc``: ``M - h dF/dv`` (implicitfast,
+    force-clamped actuators excluded as in MuJoCo C), ``M + h diag(damping)`` (Euler with
+    implicit damping), else ``M``."""
     qm = mjx.full_m(m, d)
     h = m.opt.timestep
     if int(m.opt.integrator) == int(mujoco.mjtIntegrator.mjINT_IMPLICITFAST):
-        qderiv = mjx.deriv_smooth_vel(m, d)
+        qderiv = mjx.deriv_smooth_vel(clamp_aware(m, d), d)
         return qm if qderiv is None else qm - h * qderiv
     if not m.opt.disableflags & mjx.DisableBit.EULERDAMP:
         return qm + h * jax.numpy.diag(jax.numpy.asarray(m.dof_damping))
