@@ -4,9 +4,10 @@
         --config baselines/configs/G1Jump-v0.moreau_k300.json --steps 262144 \\
         --out baselines/results/G1Jump-v0/moreau_k300
 
-MJX and MuJoCo C step a force-limited actuator differently once its force is clamped
-(docs/environments.md, "Two physics backends"), so a policy trained in one and scored in
-the other meets that difference at those steps. For every run in ``--out`` that reached
+A saturated actuator is where policies trained with MJX's own ``implicitfast`` step (which
+keeps a clamped actuator's velocity gain; the MJX backend now drops it, as MuJoCo C does:
+docs/environments.md, "Two physics backends") met a different physics in MuJoCo C, and
+where a policy's gradients see no torque response. For every run in ``--out`` that reached
 ``--steps`` with a checkpoint (``final_scores.final_runs``), the deterministic final policy
 runs ``--episodes`` episodes (reset seeds ``protocol.EVAL_SEED`` onward) in MJX under the
 runs' env kwargs and in MuJoCo C under MuJoCo's own contact. At the end of each control

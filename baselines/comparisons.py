@@ -84,21 +84,29 @@ def _box_131k(name: str, algos: str, seeds: str) -> "Comparison":
     )
 
 
-def _g1_moreau(kappa: int) -> "Comparison":
+#: The last version whose MJX ``implicitfast`` step kept a force-clamped actuator's velocity
+#: gain (MJX's own step); G1 runs named ``..._mjx_implicitfast`` were trained with it.
+MJX_IMPLICITFAST_COMMIT = "d918ce2"
+
+
+def _g1_moreau(kappa: int, mjx_implicitfast: bool = False) -> "Comparison":
     """G1Jump under the authors' contact model at ``kappa`` (/m): SHAC exact, SHAC bcg and
-    SB3 PPO on three seeds at the CPU budget, then the final policies in MuJoCo C."""
-    name = f"moreau_k{kappa}"
-    config = _CFG + f"G1Jump-v0.{name}.json"
-    return Comparison(
-        f"G1Jump-v0/{name}",
-        "G1Jump-v0",
-        262_144,
-        8,
-        _loop("G1Jump-v0", "shac_exact sb3_ppo shac_bcg", "0 1 2", 262_144, 8, f"G1Jump-v0/{name}", config)
-        + f"\npython -m baselines.final_scores --env G1Jump-v0 --config {config} --steps 262144 "
-        f"--out baselines/results/G1Jump-v0/{name}",
-        config,
+    SB3 PPO on three seeds at the CPU budget, then the final policies in MuJoCo C (and how
+    often they saturate an actuator). ``mjx_implicitfast``: the first set, trained at
+    ``MJX_IMPLICITFAST_COMMIT`` (its command runs there)."""
+    config = _CFG + f"G1Jump-v0.moreau_k{kappa}.json"
+    name = f"moreau_k{kappa}" + ("_mjx_implicitfast" if mjx_implicitfast else "")
+    out = f"baselines/results/G1Jump-v0/{name}"
+    command = _loop("G1Jump-v0", "shac_exact sb3_ppo shac_bcg", "0 1 2", 262_144, 8, f"G1Jump-v0/{name}", config)
+    command += "".join(
+        f"\npython -m baselines.{tool} --env G1Jump-v0 --config {config} --steps 262144 --out {out}"
+        for tool in ("final_scores", "actuator_saturation")
     )
+    if mjx_implicitfast:
+        command = (
+            f"git worktree add ../mjx-implicitfast {MJX_IMPLICITFAST_COMMIT} && cd ../mjx-implicitfast\n" + command
+        )
+    return Comparison(f"G1Jump-v0/{name}", "G1Jump-v0", 262_144, 8, command, config)
 
 
 COMPARISONS: Dict[str, Comparison] = {
@@ -265,6 +273,8 @@ COMPARISONS: Dict[str, Comparison] = {
         ),
         _g1_moreau(300),
         _g1_moreau(50),
+        _g1_moreau(300, mjx_implicitfast=True),
+        _g1_moreau(50, mjx_implicitfast=True),
         Comparison(
             "BoxPush-v0/probe_131k",
             _BOX,
