@@ -84,6 +84,14 @@ def _box_131k(name: str, algos: str, seeds: str) -> "Comparison":
     )
 
 
+def _box_moreau(kappa: int) -> "Comparison":
+    """BoxPush under the authors' contact model at ``kappa`` (/m): both SHAC variants and both
+    PPO learners on three seeds at 2,097,152 env steps (16 evaluations)."""
+    name, config = f"BoxPush-v0/moreau_k{kappa}", _CFG + f"BoxPush-v0.moreau_k{kappa}.json"
+    algos = "shac_exact shac_bcg sb3_ppo brax_ppo"
+    return Comparison(name, _BOX, 2_097_152, 16, _loop(_BOX, algos, "0 1 2", 2_097_152, 16, name, config), config)
+
+
 #: The last version whose MJX ``implicitfast`` step kept a force-clamped actuator's velocity
 #: gain (MJX's own step); G1 runs named ``..._mjx_implicitfast`` were trained with it.
 MJX_IMPLICITFAST_COMMIT = "d918ce2"
@@ -212,22 +220,8 @@ COMPARISONS: Dict[str, Comparison] = {
         _box_131k("penalty_k300_h64", "shac_exact shac_bcg", "0 1 2 3 4"),
         _box_131k("penalty_k30000", "shac_exact shac_bcg sb3_ppo", "0 1 2"),
         _box_131k("penalty_k30000_h64", "shac_exact shac_bcg", "0 1 2"),
-        Comparison(
-            "BoxPush-v0/moreau_k300",
-            _BOX,
-            2_097_152,
-            16,
-            _loop(
-                _BOX,
-                "shac_exact shac_bcg sb3_ppo brax_ppo",
-                "0 1 2",
-                2_097_152,
-                16,
-                "BoxPush-v0/moreau_k300",
-                _CFG + "BoxPush-v0.moreau_k300.json",
-            ),
-            _CFG + "BoxPush-v0.moreau_k300.json",
-        ),
+        _box_moreau(300),
+        _box_moreau(50),
         Comparison(
             "G1Jump-v0/cpu_budget",
             "G1Jump-v0",
