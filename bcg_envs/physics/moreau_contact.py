@@ -151,8 +151,8 @@ class MoreauContact:
       midpoint: Moreau midpoint stepping (their scheme). False evaluates the dynamics at
         the step's start and integrates ``q+ = q (+) qd+ h`` (a decomposition switch).
       implicit_damping: the velocity update (and ``G``) use the model integrator's
-        ``M - h dF/dv`` (``implicitfast``: joint damping and actuator ``kv`` implicit, as
-        MuJoCo steps the task) instead of their explicit ``M``. Explicit damping is
+        ``M - h dF/dv`` (``implicitfast``: joint damping and the ``kv`` of actuators not
+        force-clamped implicit, as MuJoCo steps the task) instead of their explicit ``M``. Explicit damping is
         unstable where ``h kv / I > 2``: free-floating G1 at 5 ms (ankle pitch kv 4,
         ``h kv (M^-1)_jj = 2.1``; the linearized PD dynamics grow 12 % per substep; in
         flight from 1 rad/s joint speeds they reach 13 rad/s within 3 control steps and
