@@ -266,6 +266,7 @@ COMPARISONS: Dict[str, Comparison] = {
             _CFG + "G1Jump-v0.zero_start.json",
         ),
         _g1_moreau(300),
+        _g1_moreau(50),
         _g1_moreau(300, mjx_implicitfast=True),
         _g1_moreau(50, mjx_implicitfast=True),
         Comparison(
