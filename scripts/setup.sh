@@ -15,6 +15,11 @@ PY=${PYTHON:-python3}
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
 # The CPU build of torch first, from PyTorch's CPU index: PyPI's Linux torch is a multi-GB
-# CUDA build. (Where that index is unreachable, pip falls back to the configured ones.)
-python -m pip install -q torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+# CUDA build. Where that index's host does not resolve, the configured indexes are asked
+# instead (pip would retry the dead host five times for every package, ~8 s each).
+if python -c "import socket; socket.getaddrinfo('download.pytorch.org', 443)" 2>/dev/null; then
+  python -m pip install -q torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+else
+  python -m pip install -q torch==2.13.0
+fi
 python -m pip install -q -e ".[baselines,onnx,dev]"
