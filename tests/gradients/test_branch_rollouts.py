@@ -51,10 +51,9 @@ def test_h2_rollout_gradient_is_the_mean_of_hand_rolled_branch_products(window_h
     rng = jax.random.PRNGKey(7)
     far = np.concatenate([[-0.3, 0.0, 0.0, 0.0, 0.0], np.zeros(5)]).astype(np.float32)
 
-    def through_env(x0, actions):
+    def through_env(x0, actions):  # a scan compiles one step for both steps
         s = env.state_from(x0[:5], x0[5:], None, task_info, rng)
-        for a in actions:
-            s = env.step(s, a)
+        s = jax.lax.scan(lambda s, a: (env.step(s, a), None), s, actions)[0]
         return jnp.dot(WEIGHTS, jnp.concatenate([s.data.qpos, s.data.qvel])), (
             s.info["bundled"],
             s.info["bundle_window"],
@@ -75,29 +74,24 @@ def test_h2_rollout_gradient_is_the_mean_of_hand_rolled_branch_products(window_h
     dx, du = stepper.offsets(data0, jnp.asarray(ACTIONS[0]), key, contact)
     assert float(jnp.max(contact[0])) > stepper.config.force_threshold
 
-    def branch(x, actions, dxb, dub):
-        d = stepper.displace(data0.replace(qpos=x[:5], qvel=x[5:]), dxb)
-        d = physics.control_step(d, env.action_to_ctrl(actions[0] + dub))
-        d = physics.control_step(d, env.action_to_ctrl(actions[1]))
+    def rolled(data, x, actions, dxb, dub):  # one program for every branch and both exact rollouts
+        d = stepper.displace(data.replace(qpos=x[:5], qvel=x[5:]), dxb)
+        step = lambda d, a: (physics.control_step(d, env.action_to_ctrl(a)), None)  # noqa: E731
+        d = jax.lax.scan(step, d, actions.at[0].add(dub))[0]
         return jnp.dot(WEIGHTS, jnp.concatenate([d.qpos, d.qvel]))
 
-    by_branch = jax.jit(jax.vmap(jax.grad(branch, argnums=(0, 1)), in_axes=(None, None, 0, 0)))
-    gx_b, ga_b = by_branch(x0[0], jnp.asarray(ACTIONS), dx, du)
+    by_branch = jax.jit(jax.vmap(jax.grad(rolled, argnums=(1, 2)), in_axes=(None, None, None, 0, 0)))
+    acts = jnp.asarray(ACTIONS)
+    gx_b, ga_b = by_branch(data0, x0[0], acts, dx, du)
     np.testing.assert_allclose(np.asarray(gx[0]), np.asarray(gx_b).mean(0), rtol=1e-3, atol=1e-5)
     np.testing.assert_allclose(np.asarray(ga[0]), np.asarray(ga_b).mean(0), rtol=1e-3, atol=1e-5)
     # ... which is not the exact gradient there (the bundle smooths the strike) ...
-    exact = jax.jit(jax.grad(lambda x, a: branch(x, a, jnp.zeros(10), jnp.zeros(2)), argnums=(0, 1)))
-    assert not np.allclose(np.asarray(gx[0]), np.asarray(exact(x0[0], jnp.asarray(ACTIONS))[0]), rtol=1e-2)
+    no_offsets = (jnp.zeros_like(dx), jnp.zeros_like(du))
+    exact = by_branch(data0, x0[0], acts, *no_offsets)[0][0]
+    assert not np.allclose(np.asarray(gx[0]), np.asarray(exact), rtol=1e-2)
     # ... while the env that did not trigger got its exact gradient.
     data_far = env.state_from(x0[1, :5], x0[1, 5:], None, task_info, rng).data
-
-    def exact_far(x, actions):
-        d = data_far.replace(qpos=x[:5], qvel=x[5:])
-        for a in actions:
-            d = physics.control_step(d, env.action_to_ctrl(a))
-        return jnp.dot(WEIGHTS, jnp.concatenate([d.qpos, d.qvel]))
-
-    gx_far, ga_far = jax.jit(jax.grad(exact_far, argnums=(0, 1)))(x0[1], jnp.asarray(ACTIONS))
+    gx_far, ga_far = (g[0] for g in by_branch(data_far, x0[1], acts, *no_offsets))
     np.testing.assert_allclose(np.asarray(gx[1]), np.asarray(gx_far), rtol=1e-3, atol=1e-5)
     np.testing.assert_allclose(np.asarray(ga[1]), np.asarray(ga_far), rtol=1e-3, atol=1e-5)
 

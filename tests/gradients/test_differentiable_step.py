@@ -368,12 +368,12 @@ def test_unbatched_bcg_vjp_runs_in_a_process_restricted_to_one_cpu(tmp_path):
     assert float(worst) <= RTOL
 
 
-# ----- the backward pass on a toy (default tier) --------------------------------------------
+# ----- the backward pass on a toy ------------------------------------------------------------
 # The checks above compile BoxPush programs (integration tier). The same mechanics on a 1-D
-# ball and a wall under MuJoCo's contact, one compiled program per test: bcg's batched VJP
+# ball and a wall under MuJoCo's contact, one compiled program per test: a two-step branch
+# window against hand-rolled branch gradients (default tier), and bcg's batched VJP
 # (bundled where the ball strikes the wall, exact where it rests against it or flies free)
-# against the transposed forward-mode Jacobians, and a two-step branch window against
-# hand-rolled branch gradients.
+# against the transposed forward-mode Jacobians (integration tier).
 #: (ball centre x (m), velocity (m/s)): 2 mm from the wall at 1 m/s (the first 10 ms step
 #: strikes it: tens of N), resting against it (pressed by the action: under 1 N), free.
 TOY_STARTS = np.array([[0.448, 1.0], [0.45, 0.0], [0.15, 0.0]], np.float32)
@@ -403,6 +403,7 @@ def _toy_data(env, start):
     return env.state_from(start[:1], start[1:], None, {}, jax.random.PRNGKey(0)).data
 
 
+@pytest.mark.integration  # ~70 s of compile; the two-step window below keeps bcg's VJP in the default tier
 def test_toy_bcg_step_vjp_is_its_jacobians_transposed(toy):
     """One-step bcg, batched: the VJP of the strike is the transposed bundle (the mean of
     10 branches' Jacobians), those of the resting and the free ball the transposed exact
