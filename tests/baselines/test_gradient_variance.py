@@ -13,8 +13,9 @@ from tests.baselines.gradient_variance_stubs import shipped_policy, stub_starts
 def test_quick_sweep_on_box_push(tmp_path, contact_model):
     """``--quick`` on BoxPush-v0 (4 scripted starts just before the pusher strikes the box,
     horizons 1 and 4, exact and bcg): finite statistics, exact never bundles, bcg bundles
-    some steps (the strike exceeds its 10 N trigger). The penalty model by default (the
-    MuJoCo model's gradients are checked by the gradient tests); both in the integration tier."""
+    some steps (the strike exceeds its 10 N trigger); then, under the penalty model, the same
+    from the shipped policy's starts. The penalty model in the integration tier (the MuJoCo
+    model's gradients are checked by the gradient tests), both in the long tier."""
     models = ("mujoco", "penalty") if contact_model == "both" else (contact_model,)
     gv.main(["--quick", "--env", "BoxPush-v0", "--contact-model", contact_model, "--out", str(tmp_path)])
     rows = read_rows(tmp_path)
@@ -43,7 +44,17 @@ def test_quick_sweep_on_box_push(tmp_path, contact_model):
     for name in ("gradient_variance_ratio.png", "gradient_variance_raw.png"):
         assert (tmp_path / name).stat().st_size > 1000
     # A restart finds every block done.
-    assert gv.main(["--quick", "--env", "BoxPush-v0", "--contact-model", contact_model, "--out", str(tmp_path)]) == []
+    argv = ["--quick", "--env", "BoxPush-v0", "--contact-model", contact_model, "--out", str(tmp_path)]
+    assert gv.main(argv) == []
+    if contact_model == "penalty":
+        # The shipped BoxPush policy's starts, into the same folder: both measured, the rows
+        # tell them apart, a restart skips both.
+        policy = ["--starts-policy", str(shipped_policy())]
+        rows = gv.main([*argv, *policy])
+        assert len(rows) == 4 and all("BoxPush-v0.npz" in r["starts_source"] for r in rows)
+        for r in rows:
+            assert r["nonfinite"] == 0 and np.isfinite(r["variance"]) and np.isfinite(r["cosine_to_reference"])
+        assert gv.main(argv) == [] and gv.main([*argv, *policy]) == []
 
 
 def test_the_command_line_reaches_the_sweep_and_the_env(tmp_path, monkeypatch):
@@ -97,17 +108,3 @@ def test_starts_policy_from_the_command_line(tmp_path, monkeypatch):
     assert gv.main([*argv, "--env", "G1Jump-v0", "--starts-policy", g1]) == [] and seen["policy"] == g1
     with pytest.raises(SystemExit):
         gv.main([*argv, "--starts-policy", str(tmp_path / "missing.npz")])
-
-
-@pytest.mark.integration
-def test_quick_sweep_on_box_push_from_policy_starts(tmp_path):
-    """``--quick`` (penalty model) from the shipped BoxPush policy's starts, after the
-    scripted sweep into the same folder: both measured, rows tell them apart, restarts skip."""
-    argv = ["--quick", "--contact-model", "penalty", "--out", str(tmp_path)]
-    policy = ["--starts-policy", str(shipped_policy())]
-    assert len(gv.main(argv)) == 4
-    rows = gv.main([*argv, *policy])
-    assert len(rows) == 4 and all("BoxPush-v0.npz" in r["starts_source"] for r in rows)
-    for r in rows:
-        assert r["nonfinite"] == 0 and np.isfinite(r["variance"]) and np.isfinite(r["cosine_to_reference"])
-    assert gv.main(argv) == [] and gv.main([*argv, *policy]) == []
