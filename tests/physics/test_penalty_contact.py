@@ -101,6 +101,7 @@ def test_a_sliding_box_stops_after_the_coulomb_distance(physics):
     assert x == pytest.approx(1.0 / (2 * MU * G), rel=0.1)
 
 
+@pytest.mark.integration  # ~55 s: a 50-substep reverse-mode compile; tests/gradients/test_ball_wall.py checks the penalty derivative by default
 def test_gradients_match_finite_differences_and_coulomb_sliding():
     """d(ball position after 0.1 s)/d(initial velocity) of a ball sliding (not yet
     rolling: that starts after 2 v0 / (7 mu g) = 0.12 s) on the floor: reverse mode
