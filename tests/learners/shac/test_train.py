@@ -199,6 +199,7 @@ def _check_two_devices(env, name, kw, tmp_path, rtol):
     assert worst < rtol
 
 
+@pytest.mark.integration  # two fresh processes, each compiling SHAC: ~30 s
 def test_same_seed_same_parameters_across_processes(point_mass, tmp_path):
     """Two fresh processes with one seed train to the same parameters bit for bit, the
     first compiling its programs into an empty persistent cache and the second loading
