@@ -155,9 +155,15 @@ def hang_timeout() -> float:
     return value
 
 
+#: The most one poll of ``wait_ready`` counts toward its timeout (s); a longer poll means the
+#: process was suspended.
+SUSPENDED_POLL_S = 1.0
+
+
 def wait_ready(tree: Any, timeout: float | None = None) -> Any:
     """Wait until every JAX array in ``tree`` is computed, polling; raise
-    ``SimulationHangError`` after ``timeout`` seconds (``hang_timeout()`` if None).
+    ``SimulationHangError`` after ``timeout`` seconds (``hang_timeout()`` if None) of
+    waiting while the process runs (time suspended does not count).
 
     Polling (``Array.is_ready``) keeps the calling thread free to give up, which a blocking
     wait inside XLA does not."""
@@ -168,11 +174,10 @@ def wait_ready(tree: Any, timeout: float | None = None) -> Any:
     if not pending:
         return tree
     limit = hang_timeout() if timeout is None else timeout
-    start = time.monotonic()
+    waited, last = 0.0, time.monotonic()
     pause = 1e-5
     while pending:
-        elapsed = time.monotonic() - start
-        if elapsed > limit:
+        if waited > limit:
             raise SimulationHangError(
                 f"the simulation's results did not arrive within {limit:g} s: XLA's CPU threads are most "
                 "likely deadlocked inside a batched linear-algebra kernel (jax-ml/jax#25861). This happens "
@@ -181,6 +186,12 @@ def wait_ready(tree: Any, timeout: float | None = None) -> Any:
                 "if a single step legitimately takes longer."
             )
         time.sleep(pause)
+        now = time.monotonic()
+        # A poll far longer than its sleep is time the process did not run (suspended with
+        # Ctrl-Z or SIGSTOP, then resumed), not time the simulation took: count at most
+        # SUSPENDED_POLL_S of it, so a resumed run goes on instead of reporting a hang.
+        waited += min(now - last, pause + SUSPENDED_POLL_S)
+        last = now
         pause = min(pause * 2, 0.01)
         pending = [x for x in pending if not x.is_ready()]
     return tree

@@ -109,6 +109,42 @@ def test_wait_ready_raises_instead_of_waiting_forever():
     assert wait_ready({"x": done}, timeout=0.3)["x"] is done  # a computed result passes through
 
 
+def test_wait_ready_does_not_count_time_the_process_was_suspended(monkeypatch):
+    """A run suspended for an hour (Ctrl-Z, SIGSTOP) mid-wait and resumed goes on: the one
+    poll that spans the suspension counts at most ``SUSPENDED_POLL_S``."""
+    from bcg_envs import cpu_runtime
+
+    class Clock:  # the process's monotonic clock: the first sleep spans a one-hour suspension
+        now, sleeps = 0.0, 0
+
+        def monotonic(self):
+            return self.now
+
+        def sleep(self, seconds):
+            self.sleeps += 1
+            self.now += seconds + (3600.0 if self.sleeps == 1 else 0.0)
+
+    class ReadyAfterPolls:  # a result that arrives on the 20th poll
+        polls = 0
+
+        def is_ready(self):
+            self.polls += 1
+            return self.polls > 20
+
+    clock = Clock()
+    monkeypatch.setattr(cpu_runtime, "time", clock)
+    result = {"a": ReadyAfterPolls()}
+    assert cpu_runtime.wait_ready(result, timeout=2.0) is result and clock.now > 3600.0
+
+    class NeverReady:
+        def is_ready(self):
+            return False
+
+    clock.sleeps = 1  # no suspension: polls count in full and the wait gives up
+    with pytest.raises(cpu_runtime.SimulationHangError):
+        cpu_runtime.wait_ready({"a": NeverReady()}, timeout=2.0)
+
+
 _USER_LOOP = """
     import sys, numpy as np, gymnasium as gym, bcg_envs
     env_id, num_envs, loops = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
