@@ -56,29 +56,37 @@ def test_brax_ppo_trains_on_make_jax_env_without_compat_call():
     assert out.strip().endswith("ok")
 
 
-def test_brax_training_wrapper_starts_every_episode_afresh():
+def test_brax_training_wrapper_starts_every_episode_afresh(make_toy_env):
     """Under ``wrap_env_fn=brax_training_wrapper`` an ended env gets ``env.reset`` at a new
-    key (a new goal and start, the episode's step counter at 0), while Brax's episode
-    bookkeeping (``steps``, ``truncation``) carries on; Brax's own autoreset would restore
-    the first state and keep counting the env's steps."""
+    key (a new start, the episode's step counter at 0), while Brax's episode bookkeeping
+    (``steps``, ``truncation``) carries on; Brax's own autoreset would restore the first
+    state and keep counting the env's steps. On the ball toy (no gravity, zero action) the
+    ball rests where its episode drew it, so the observation names the episode."""
     import jax
     import jax.numpy as jnp
     import numpy as np
 
-    import bcg_envs
     from bcg_envs.compat import brax_training_wrapper
+    from tests.ball_wall import XML as BALL_XML
 
-    env = bcg_envs.make_jax("BoxPush-v0", estimator="exact")  # no branch rollouts: half the compile
+    env = make_toy_env(
+        BALL_XML,
+        ctrl_dt=0.01,
+        initial_state=lambda key: (jax.random.uniform(key, (1,), minval=-0.5, maxval=0.0), jnp.zeros(1)),
+        force_threshold=0.0,
+        estimator="exact",
+    )
     wrapped = brax_training_wrapper(env, episode_length=3)
     state = jax.jit(wrapped.reset)(jax.random.split(jax.random.PRNGKey(0), 2))
     step = jax.jit(wrapped.step)
-    first_obs, goals, counters, truncation = np.asarray(state.obs), [np.asarray(state.info["goal"])], [], []
+    starts, counters, truncation = [np.asarray(state.obs)], [], []
     for _ in range(6):
         state = step(state, jnp.zeros((2, env.action_size)))
-        goals.append(np.asarray(state.info["goal"]))
+        starts.append(np.asarray(state.obs))
         counters.append(np.asarray(state.info["step"]).tolist())
         truncation.append(np.asarray(state.info["truncation"]).tolist())
     assert counters == [[1, 1], [2, 2], [0, 0], [1, 1], [2, 2], [0, 0]]  # the env's own counter restarts
     assert truncation == [[0, 0], [0, 0], [1, 1], [0, 0], [0, 0], [1, 1]]  # Brax's time limit, as before
-    assert not np.allclose(goals[3], goals[0]) and not np.allclose(goals[6], goals[3])  # a new draw per episode
-    assert np.allclose(goals[1], goals[0]) and not np.allclose(np.asarray(state.obs), first_obs)
+    np.testing.assert_array_equal(starts[2], starts[0])  # the ball rests within an episode
+    assert not np.allclose(starts[3], starts[0]) and not np.allclose(starts[6], starts[3])  # a new draw per episode
+    assert not np.allclose(starts[0][0], starts[0][1])  # and per env

@@ -172,11 +172,14 @@ def run_user_loop(tmp_path, env_id: str, num_envs: int, loops: int, timeout: flo
 
 def test_batched_steps_finish_in_a_users_process(tmp_path):
     """The cheap form of the loops below: 64 vmapped BoxPush steps (MJX's batched Cholesky
-    solve, the kernel class that deadlocked) for 50 control steps, in a user's process."""
+    solve, the kernel class that deadlocked) for 50 control steps, in a user's process.
+    Episodes of 4 steps (autoresets in the loop) make the program tests/test_gym.py's vector
+    env compiles, which the compile cache then shares."""
     out = fresh_stdout(
         """
         import numpy as np, gymnasium as gym, bcg_envs
-        env = gym.make_vec("bcg_envs/BoxPush-v0", num_envs=64)
+        env = gym.make_vec("bcg_envs/BoxPush-v0", num_envs=64, vectorization_mode="vector_entry_point",
+                           config={"episode_length": 4})
         env.reset(seed=0)
         for _ in range(50):
             obs, *_ = env.step(env.action_space.sample())
