@@ -270,9 +270,13 @@ def main(argv: Optional[List[str]] = None) -> None:
     out = Path(args.out or f"baselines/results/{args.env}/tuning")
     if args.write_finals:
         config = Path(args.config) if args.config else None
-        for algo, path in finals_configs(
-            args.env, args.algos, args.steps, args.seed, out, Path(args.write_finals), Path(args.grids), config
-        ).items():
+        try:
+            written = finals_configs(
+                args.env, args.algos, args.steps, args.seed, out, Path(args.write_finals), Path(args.grids), config
+            )
+        except ValueError as err:  # an incomplete grid: say which, without a traceback
+            parser.error(f"--write-finals: {err}")
+        for algo, path in written.items():
             print(f"{algo}: {path}")
         return
     tune(

@@ -107,8 +107,74 @@ def test_smoke_dry_run_and_cuda_13():
     assert _option(table, "--steps") == "8192"
 
 
+def _declared_budget():
+    return json.loads((ROOT / "baselines/configs/tuning/equal_effort.json").read_text())["budgets"]["G1Jump-v0"]
+
+
+def test_grid_dry_run_tunes_each_learner_at_the_declared_budget_then_writes_the_winners(tmp_path):
+    out = tmp_path / "grid"
+    done = _bash("baselines/gpu_g1jump.sh", "--dry-run", "--grid", env={"OUT": str(out)})
+    assert done.returncode == 0, done.stderr
+    commands = _commands(done.stdout)
+    check = next(c for c in commands if "baselines.gpu_check" in c)
+    tunes = [c for c in commands if "baselines.tune" in c]
+    assert not _compare_runs(commands) and all(commands.index(t) > commands.index(check) for t in tunes)
+    grids, finals = tunes[:-1], tunes[-1]
+    budget = _declared_budget()
+    assert sorted(_option(c, "--algos") for c in grids) == sorted(LEARNERS)  # one learner at a time
+    for cmd in tunes:
+        assert _option(cmd, "--grids") == "baselines/configs/tuning/equal_effort.json"
+        assert (_option(cmd, "--config"), int(_option(cmd, "--steps")), int(_option(cmd, "--evals"))) == (
+            budget["config"],
+            budget["steps"],
+            budget["evals"],
+        )
+        assert _option(cmd, "--out") == str(out) and _option(cmd, "--seed") == "0"
+    for cmd in grids:
+        algo = _option(cmd, "--algos")
+        assert cmd[-1] == str(out / "logs" / f"tune_{algo}.log")
+        assert (cmd[:2] == ["env", "JAX_PLATFORMS=cpu"]) == (algo == "sb3_ppo")  # SB3 PPO stays on the CPU
+    assert _option(finals, "--write-finals") == "baselines/configs/finals"  # after every grid
+    assert set(finals[finals.index("--algos") + 1 : finals.index("--out")]) == LEARNERS
+    assert not out.exists()
+
+
+def test_finals_dry_run_trains_each_learner_at_its_winner_for_five_seeds(tmp_path):
+    out = tmp_path / "finals"
+    done = _bash("baselines/gpu_g1jump.sh", "--dry-run", "--finals", env={"OUT": str(out)})
+    assert done.returncode == 0, done.stderr
+    commands = _commands(done.stdout)
+    budget = _declared_budget()
+    checks = [c for c in commands if "baselines.gpu_check" in c]
+    runs = _compare_runs(commands)
+    winner = {a: f"baselines/configs/finals/G1Jump-v0.{a}.json" for a in LEARNERS}
+    assert {(_option(c, "--algos"), _option(c, "--config")) for c in checks} == set(winner.items())
+    pairs = [(_option(c, "--algos"), _option(c, "--seeds")) for c in runs]
+    assert sorted(pairs) == sorted((a, s) for a in LEARNERS for s in "01234")
+    for cmd in runs + checks:
+        assert _option(cmd, "--config") == winner[_option(cmd, "--algos")]
+        assert (int(_option(cmd, "--steps")), int(_option(cmd, "--evals"))) == (budget["steps"], budget["evals"])
+    assert all(_option(c, "--out") == str(out) for c in runs)
+
+
+def test_finals_without_the_grids_winners_are_refused(tmp_path):
+    done = _bash(
+        "baselines/gpu_g1jump.sh",
+        "--finals",
+        "--no-install",
+        env={"PY": sys.executable, "ALGOS": "shac_exact", "OUT": str(tmp_path / "finals"), "FINALS": str(tmp_path)},
+    )
+    assert done.returncode == 1 and "run --grid first" in done.stderr
+    assert not (tmp_path / "finals").exists()
+
+
 @pytest.mark.parametrize(
-    "args, message", [(["--cuda", "11"], "--cuda takes 12 or 13"), (["--bogus"], "unknown option '--bogus'")]
+    "args, message",
+    [
+        (["--cuda", "11"], "--cuda takes 12 or 13"),
+        (["--bogus"], "unknown option '--bogus'"),
+        (["--smoke", "--grid"], "does not go with --grid"),
+    ],
 )
 def test_bad_options_are_refused(args, message):
     done = _bash("baselines/gpu_g1jump.sh", "--dry-run", *args)

@@ -155,6 +155,12 @@ def test_finals_configs_take_each_complete_grids_winner(tmp_path):
     with pytest.raises(ValueError, match="not complete"):
         tune.finals_configs("BoxPush-v0", ["sb3_ppo"], 1000, 0, results, dest, grids)
     assert not dest.exists()
+    with pytest.raises(SystemExit) as stop:  # the command line says so in one line, exit status 2
+        tune.main(
+            ["--env", "BoxPush-v0", "--grids", str(grids), "--algos", "sb3_ppo", "--steps", "1000"]
+            + ["--out", str(results), "--write-finals", str(dest)]
+        )
+    assert stop.value.code == 2 and not dest.exists()
 
     run({"ent_coef": 0.01}, 0.25, 99.0)
     written = tune.finals_configs("BoxPush-v0", ["sb3_ppo"], 1000, 0, results, dest, grids)
