@@ -351,7 +351,7 @@ class MjxEnv(abc.ABC):
 
         def reset_on(model: mjx.Model, key: jax.Array) -> State:
             env = copy.copy(self)
-            env.physics = self.physics.with_model(model)
+            env.physics = self.physics.for_shapes(model)
             env._steppers = {}  # built on the abstract model, kept from this env's cache
             return env.reset(key)
 

@@ -136,12 +136,13 @@ class Physics:
         object.__setattr__(self, "model_fields", None)
         #: This physics before any model fields were substituted.
         object.__setattr__(self, "fieldless", self)
+        object.__setattr__(self, "_shapes_only", False)  # see for_shapes
 
     def __getattr__(self, name: str) -> mjx.Model:
         """The MJX model (``model``), put on the device at first use: ``mjx.put_model``
         starts JAX's runtime, which a process must not have started before it forks workers
         (Gymnasium's ``AsyncVectorEnv`` builds one env in its parent to read the spaces,
-        then forks); building an env and reading its shapes (``with_model``) do not start it."""
+        then forks); building an env and reading its shapes (``for_shapes``) do not start it."""
         if name != "model":
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         # On a thread of its own: JAX's trace and mesh contexts are per thread, so a first
@@ -163,13 +164,15 @@ class Physics:
         object.__setattr__(self, "model", out["model"])
         return out["model"]
 
-    def with_model(self, model: mjx.Model) -> "Physics":
-        """This physics stepping ``model`` (e.g. ``mjx_private.abstract_model``'s, to read
-        shapes with ``jax.eval_shape``) instead of its own MJX model."""
+    def for_shapes(self, model: mjx.Model) -> "Physics":
+        """This physics on ``model`` (``mjx_private.abstract_model``'s) for reading shapes
+        with ``jax.eval_shape``: its ``make_data`` skips ``mjx.forward``, which fills values,
+        not shapes (tracing G1's forward pass took seconds per env)."""
         new = copy.copy(self)
         object.__setattr__(new, "model", model)
         object.__setattr__(new, "original", new)
         object.__setattr__(new, "fieldless", new)
+        object.__setattr__(new, "_shapes_only", True)
         return new
 
     def with_contact_stiffness(self, value: float | jax.Array) -> "Physics":
@@ -248,7 +251,7 @@ class Physics:
         data = data.replace(qpos=qpos, qvel=qvel)
         if act is not None and self.mj_model.na:
             data = data.replace(act=act)
-        return mjx.forward(self.model, data)
+        return data if self._shapes_only else mjx.forward(self.model, data)
 
     def substep(self, data: mjx.Data) -> mjx.Data:
         """One physics timestep (``implicit_step.step`` with this physics' contact model, or

@@ -73,3 +73,25 @@ def test_with_contact_stiffness_copies_the_env_and_checks_a_concrete_value():
         soft.with_contact_stiffness(0.001)  # below 2 x the 1 ms timestep
     with pytest.raises(ValueError, match="direct"):
         bcg_envs.make_jax("BoxPush-v0", contact_stiffness=(2e4, 50.0)).with_contact_stiffness(0.02)
+
+
+def test_physics_for_shapes_makes_data_of_make_datas_shapes_without_the_forward_pass():
+    """``Physics.for_shapes`` (what ``observation_size`` traces ``reset`` with) skips
+    ``mjx.forward``: same pytree and shapes as ``make_data``, positions left unfilled."""
+    import jax
+    import jax.numpy as jnp
+
+    from bcg_envs.physics import mjx_private
+
+    physics = bcg_envs.make_jax("PlanarHand-v0").physics
+    qpos, qvel = jnp.full(physics.mj_model.nq, 0.1), jnp.zeros(physics.mj_model.nv)
+    model = mjx_private.abstract_model(physics.mj_model)
+    with mjx_private.without_device():
+        fast = jax.eval_shape(lambda m, q, v: physics.for_shapes(m).make_data(q, v), model, qpos, qvel)
+    full = jax.eval_shape(physics.make_data, qpos, qvel)
+    assert jax.tree.structure(fast) == jax.tree.structure(full)
+    assert jax.tree.leaves(jax.tree.map(lambda x: x.shape, fast)) == jax.tree.leaves(
+        jax.tree.map(lambda x: x.shape, full)
+    )
+    skipped = jax.jit(lambda q, v: physics.for_shapes(physics.model).make_data(q, v).xpos)(qpos, qvel)
+    assert not np.asarray(skipped).any()  # no forward pass: no kinematics
