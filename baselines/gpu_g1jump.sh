@@ -101,7 +101,7 @@ if [ "$MODE" = finals ] && [ "$DRY" = 0 ]; then
   done
 fi
 
-echo "# $ENV_ID on a GPU ($MODE): jax[cuda$CUDA]==$JAX_PIN, $CONFIG, $STEPS env steps per learner, $EVALS evaluations,"
+echo "# $ENV_ID on a GPU ($MODE): jax[cuda$CUDA]==$JAX_PIN, $(learner_config '<algo>'), $STEPS env steps per learner, $EVALS evaluations,"
 echo "# learners: $ALGOS; seeds: $SEEDS; out: $OUT"
 
 if [ "$INSTALL" = 1 ]; then
