@@ -58,6 +58,11 @@ def test_scripts_parse(script):
     assert done.returncode == 0, done.stderr
 
 
+def _declared_budget():
+    """The G1Jump budget that equal_effort.json declares (steps, evals, config)."""
+    return json.loads((ROOT / "baselines/configs/tuning/equal_effort.json").read_text())["budgets"]["G1Jump-v0"]
+
+
 def _check_equal_budgets(runs, steps, evals, config):
     cfg = protocol.load_config("G1Jump-v0", ROOT / config)
     for cmd in runs:
@@ -81,7 +86,7 @@ def test_dry_run_lists_setup_check_and_one_equal_run_per_learner_and_seed(tmp_pa
     assert _option(check, "--jax") == jax_pin
     assert commands.index(check) > max(commands.index(c) for c in installs)
 
-    budget = json.loads((ROOT / "baselines/configs/tuning/equal_effort.json").read_text())["budgets"]["G1Jump-v0"]
+    budget = _declared_budget()
     runs = _compare_runs(commands)
     assert all(commands.index(r) > commands.index(check) for r in runs)
     pairs = [(_option(c, "--algos"), _option(c, "--seeds")) for c in runs]
@@ -105,10 +110,6 @@ def test_smoke_dry_run_and_cuda_13():
     assert all(c[-1] == "&" for c in learners) and set(table[table.index("--algos") + 1 :][:4]) == LEARNERS
     _check_equal_budgets(learners, 8192, 2, "baselines/configs/G1Jump-v0.gpu_smoke.json")
     assert _option(table, "--steps") == "8192"
-
-
-def _declared_budget():
-    return json.loads((ROOT / "baselines/configs/tuning/equal_effort.json").read_text())["budgets"]["G1Jump-v0"]
 
 
 def test_grid_dry_run_tunes_each_learner_at_the_declared_budget_then_writes_the_winners(tmp_path):
