@@ -45,7 +45,8 @@ the protocol's simulator and in each learner's own),
 ``ref:ENV:POLICY`` (a reference level under the task's default physics),
 ``ref_of:DIR:POLICY`` (the same under a comparison's physics), ``steps:DIR``
 and ``rising:DIR:ALGO:WINDOW`` (whether the seed-mean success at the last evaluation is
-above the one WINDOW evaluations earlier).
+above the one WINDOW evaluations earlier); ``contents`` (a line per section of the filled
+page, linking it and its subsections).
 """
 
 from __future__ import annotations
@@ -257,7 +258,8 @@ class Page:
                 raise ValueError(f"unknown placeholder {match.group(0)!r}; kinds: {sorted(kinds)}")
             return kinds[kind](*args)
 
-        return HEADER + re.sub(r"\{\{([^{}]+)\}\}", replace, prose).rstrip("\n") + "\n"
+        text = re.sub(r"\{\{(?!contents\}\})([^{}]+)\}\}", replace, prose).rstrip("\n") + "\n"
+        return HEADER + text.replace("{{contents}}", contents(text))
 
     def _pair(self, key: str, metric: str, a: str, b: str) -> Tuple[List[float], List[float], str]:
         """Both learners' final values of ``metric`` per seed, and the text naming them; a
@@ -287,6 +289,37 @@ class Page:
                 f"intervals do not show it: {text}"
             )
         return f"{a} ahead at seed level ({text})"
+
+
+def heading_anchors(text: str) -> List[Tuple[int, str, str]]:
+    """``(level, title, anchor)`` of every Markdown heading of ``text`` outside code fences,
+    the anchor as GitHub makes it: lower case, punctuation but ``-`` and ``_`` dropped,
+    spaces as ``-``, ``-1``, ``-2``, ... after a repeated one."""
+    found: List[Tuple[int, str, str]] = []
+    seen: Dict[str, int] = {}
+    fenced = False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        match = None if fenced else re.match(r"(#{1,6}) (.+?)\s*$", line)
+        if match:
+            slug = re.sub(r"[^\w\- ]", "", match.group(2).lower()).replace(" ", "-")
+            anchor = slug if slug not in seen else f"{slug}-{seen[slug]}"
+            seen[slug] = seen.get(slug, 0) + 1
+            found.append((len(match.group(1)), match.group(2), anchor))
+    return found
+
+
+def contents(text: str) -> str:
+    """A line per ``##`` section of ``text``: its link, then its ``###`` subsections'."""
+    lines: List[str] = []
+    for level, title, anchor in heading_anchors(text):
+        link = f"[{title}](#{anchor})"
+        if level == 2:
+            lines.append(f"* {link}")
+        elif level == 3 and lines:
+            lines[-1] += (": " if lines[-1].count("](#") == 1 else "; ") + link
+    return "\n".join(lines)
 
 
 def build(figures: bool = False, prose_path: Path = PROSE) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import difflib
 import json
+import re
 
 import pytest
 
@@ -26,6 +27,31 @@ def test_results_page_is_fresh():
             )[:40]
         )
         pytest.fail(f"baselines/results/README.md is stale; run `python -m baselines.report`:\n{diff}")
+
+
+def test_contents_link_each_section_by_githubs_anchor():
+    """GitHub's anchors: punctuation but ``-``/``_`` dropped, spaces as ``-``, a repeated
+    heading suffixed; a ``#`` line in a code block is not a heading."""
+    text = (
+        "# Page\n\n{{contents}}\n\n## Finals: the learner's grid, 2,097,152 env steps\n\n"
+        "```bash\n# a comment\n```\n\n### kappa 300\n\n### `moreau` at kappa_50 (in progress)\n\n"
+        "## G1Jump-v0\n\n### kappa 300\n"
+    )
+    page = report.Page().render(text)
+    assert (
+        "* [Finals: the learner's grid, 2,097,152 env steps](#finals-the-learners-grid-2097152-env-steps): "
+        "[kappa 300](#kappa-300); [`moreau` at kappa_50 (in progress)](#moreau-at-kappa_50-in-progress)\n"
+        "* [G1Jump-v0](#g1jump-v0): [kappa 300](#kappa-300-1)\n"
+    ) in page
+    assert "a-comment" not in page
+
+
+def test_every_link_within_the_results_page_names_one_of_its_headings():
+    page = report.PAGE.read_text()
+    anchors = {anchor for _, _, anchor in report.heading_anchors(page)}
+    links = re.findall(r"\]\(#([^)]+)\)", page)
+    assert len(links) > 20
+    assert set(links) <= anchors, sorted(set(links) - anchors)
 
 
 def test_check_mode_reports_a_stale_page(tmp_path, capsys, monkeypatch):
