@@ -451,16 +451,15 @@ def _cmd_export(args) -> None:
         print("use: from bcg_envs.export import NumpyPolicy; action = NumpyPolicy.load(path)(obs)")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from bcg_envs.export import FORMATS
-    from bcg_envs.gradients.registry import ESTIMATORS
-
-    parser = argparse.ArgumentParser(prog="bcg-envs", description=DESCRIPTION, formatter_class=_HelpFormatter)
-    sub = parser.add_subparsers(dest="command", required=True)
+def _add_list(sub: argparse._SubParsersAction) -> None:
+    """The ``list`` command's arguments."""
     p = sub.add_parser("list", help="registered environment ids with observation/action sizes and control rate")
     p.add_argument("--ids-only", action="store_true", help="print only the ids (builds no env)")
     p.set_defaults(fn=_cmd_list)
 
+
+def _add_demo(sub: argparse._SubParsersAction) -> None:
+    """The ``demo`` command's arguments."""
     p = sub.add_parser(
         "demo",
         help="the README's demo: gradients of every estimator, shipped BoxPush and G1Jump policies",
@@ -492,6 +491,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--g1jump-episodes", type=int, default=192, metavar="N", help="G1Jump episodes per policy")
     p.add_argument("--no-video", action="store_true", help="write no videos (the push rollout, the BoxPush policies)")
     p.set_defaults(fn=_cmd_demo)
+
+
+def _add_train(sub: argparse._SubParsersAction) -> None:
+    """The ``train`` command's arguments."""
+    from bcg_envs.gradients.registry import ESTIMATORS
 
     p = sub.add_parser(
         "train",
@@ -536,6 +540,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(fn=_cmd_train)
 
+
+def _add_evaluate(sub: argparse._SubParsersAction) -> None:
+    """The ``evaluate`` command's arguments."""
     p = sub.add_parser("evaluate", help="evaluate a trained run")
     p.add_argument("--run", required=True, help="run folder written by bcg-envs train")
     p.add_argument("--episodes", type=int, default=5, help="full episodes of the deterministic policy")
@@ -547,6 +554,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="mjx: the JAX env; mujoco: the MuJoCo C transfer check next to MJX",
     )
     p.set_defaults(fn=_cmd_evaluate)
+
+
+def _add_export(sub: argparse._SubParsersAction) -> None:
+    """The ``export`` command's arguments."""
+    from bcg_envs.export import FORMATS
 
     p = sub.add_parser(
         "export",
@@ -572,11 +584,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(fn=_cmd_export)
 
+
+def _add_gradcheck(sub: argparse._SubParsersAction) -> None:
+    """The ``gradcheck`` command's arguments."""
     p = sub.add_parser("gradcheck", help="exact Jacobians vs MuJoCo C finite differences")
     p.add_argument("--env", default="BoxPush-v0", help="environment id")
     p.add_argument("--states", type=int, default=5, help="states along a random rollout to check")
     p.add_argument("--seed", type=int, default=0, help="seed of the random rollout")
     p.set_defaults(fn=_cmd_gradcheck)
+
+
+def _add_bench(sub: argparse._SubParsersAction) -> None:
+    """The ``bench`` command's arguments."""
+    from bcg_envs.gradients.registry import ESTIMATORS
 
     p = sub.add_parser("bench", help="step / grad_step cost and batched throughput")
     p.add_argument("--env", default="BoxPush-v0", help="environment id")
@@ -605,6 +625,22 @@ def build_parser() -> argparse.ArgumentParser:
         "full Jacobians, the previous design)",
     )
     p.set_defaults(fn=_cmd_bench)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """``bcg-envs``'s parser: each command's arguments, with ``fn`` the function that runs it."""
+    parser = argparse.ArgumentParser(prog="bcg-envs", description=DESCRIPTION, formatter_class=_HelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    for add in (
+        _add_list,
+        _add_demo,
+        _add_train,
+        _add_evaluate,
+        _add_export,
+        _add_gradcheck,
+        _add_bench,
+    ):
+        add(sub)
     for p in sub.choices.values():
         p.formatter_class = _HelpFormatter
     return parser
