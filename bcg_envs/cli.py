@@ -180,7 +180,7 @@ def check_train_kwargs(kwargs: Dict[str, Any], source: str) -> Dict[str, Any]:
     return kwargs
 
 
-def train_settings(args) -> Dict[str, Any]:
+def train_settings(args: argparse.Namespace) -> Dict[str, Any]:
     """``train_run`` arguments from the parsed ``train`` options (``ValueError`` if invalid).
 
     Learner keywords are layered: the resumed run's settings, then ``--config``, then
@@ -394,7 +394,7 @@ def _cmd_bench(args) -> None:
         print(bench.report_shac_iterations(rows, args.env, args.rollout_envs, args.horizon))
 
 
-def export_source(args) -> Tuple[str, Path, str]:
+def export_source(args: argparse.Namespace) -> Tuple[str, Path, str]:
     """``("run", folder, format)`` or ``("policy", file, format)`` from ``export``'s options
     (``--format``, else npz for ``--run`` and onnx for ``--policy``); ``UsageError`` unless
     exactly one of ``--run`` and ``--policy`` is given and names a folder or file."""

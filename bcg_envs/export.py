@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Dict, List, Union
+from typing import TYPE_CHECKING, Any, Dict, List, Sequence, Union
 
 import numpy as np
 
@@ -124,7 +124,7 @@ def trained_policy(env_id: str, learner: str = "sb3_ppo") -> NumpyPolicy:
 def policy_arrays(
     params: Dict[str, Any],
     *,
-    actor_hidden,
+    actor_hidden: Sequence[int],
     activation: str = "elu",
     layer_norm: bool = True,
     normalize_observations: bool = True,

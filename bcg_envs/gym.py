@@ -17,7 +17,7 @@ import functools
 import math
 import numbers
 import weakref
-from typing import Any, Dict, NamedTuple, Optional, Protocol, Tuple
+from typing import TYPE_CHECKING, Any, Dict, NamedTuple, Optional, Protocol, Tuple, Union
 
 import gymnasium
 import numpy as np
@@ -30,6 +30,11 @@ from bcg_envs.gradients.registry import Estimator, resolve
 from bcg_envs.mjx_backend import MjxBatchSimulation, MjxSimulation
 from bcg_envs.process_safety import check_process
 from bcg_envs.registry import make_jax
+
+if TYPE_CHECKING:
+    import mujoco
+    from mujoco import mjx
+    from numpy.typing import ArrayLike
 
 #: The physics backends: ``"mjx"`` (jitted JAX, float32) and ``"mujoco"`` (MuJoCo C, float64).
 BACKENDS = ("mjx", "mujoco")
@@ -90,7 +95,12 @@ def _close_renderer(ref: "weakref.ref") -> None:
         renderer.close()
 
 
-def render_state(renderer, jax_env, state, info) -> np.ndarray:
+def render_state(
+    renderer: mujoco.Renderer,
+    jax_env: MjxEnv,
+    state: Tuple[np.ndarray, np.ndarray, np.ndarray],
+    info: Dict[str, Any],
+) -> np.ndarray:
     """One RGB frame of ``state = (qpos, qvel, act)`` with the task's decorations (goal
     markers from ``info``), from the task's ``render_camera``."""
     import mujoco
@@ -261,29 +271,29 @@ class GymEnv(gymnasium.Env):
         self.observation_space, self.action_space = task_spaces(self.jax_env)
 
     @property
-    def model(self):
+    def model(self) -> mujoco.MjModel:
         """The ``mujoco.MjModel`` simulated (contact stiffness applied)."""
         return self.simulation.model
 
     @property
-    def data(self):
+    def data(self) -> Union[mujoco.MjData, mjx.Data]:
         """The live physics data: ``mujoco.MjData`` (MuJoCo C; read it, change the state
         through ``set_state``) or the current ``mjx.Data`` (MJX)."""
         self._require_reset()
         return self.simulation.data
 
-    def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
+    def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None) -> Tuple[np.ndarray, Dict[str, Any]]:
         super().reset(seed=seed)
         return self.simulation.reset(self.np_random)
 
-    def step(self, action):
+    def step(self, action: ArrayLike) -> Tuple[np.ndarray, float, bool, bool, Dict[str, Any]]:
         simulation = self.simulation
         if simulation.task_info() is None:  # ``_require_reset`` inlined: one call less per step
             self._require_reset()
         return simulation.step(check_action(action, self.action_space.shape))
 
     def grad_step(
-        self, action, estimator: Optional[str] = None, bundle: Optional[BundleConfig] = None
+        self, action: ArrayLike, estimator: Optional[str] = None, bundle: Optional[BundleConfig] = None
     ) -> GradStepResult:
         """``step`` plus the step's Jacobians, from ``estimator`` (the env's if None)."""
         self._require_reset()
@@ -297,7 +307,9 @@ class GymEnv(gymnasium.Env):
         self._require_reset()
         return EnvState(*self.simulation.get_state(), step=int(self.simulation.task_info()["step"]))
 
-    def set_state(self, qpos, qvel, act=None, *, step: Optional[int] = None) -> None:
+    def set_state(
+        self, qpos: ArrayLike, qvel: ArrayLike, act: Optional[ArrayLike] = None, *, step: Optional[int] = None
+    ) -> None:
         """Set the simulator state within the current episode: the task info (goal, ...)
         is kept. ``step`` sets the episode step counter (``info["step"]``, which
         truncates the episode at ``episode_length``); ``None`` keeps the current count.
@@ -316,7 +328,7 @@ class GymEnv(gymnasium.Env):
         self._require_reset()
         return self.simulation.task_info()
 
-    def render(self):
+    def render(self) -> Optional[np.ndarray]:
         if self.render_mode != "rgb_array":
             return None
         self._require_reset()
@@ -331,7 +343,7 @@ class GymEnv(gymnasium.Env):
             atexit.register(self._close_at_exit)
         return render_state(self._renderer, self.jax_env, self.get_state(), self.simulation.task_info())
 
-    def close(self):
+    def close(self) -> None:
         if self._renderer is not None:
             atexit.unregister(self._close_at_exit)
             self._renderer.close()
@@ -381,22 +393,24 @@ class GymVectorEnv(gymnasium.vector.VectorEnv):
         self._started = False
 
     @property
-    def model(self):
+    def model(self) -> mujoco.MjModel:
         """The ``mujoco.MjModel`` simulated (contact stiffness applied)."""
         return self.simulation.model
 
-    def reset(self, *, seed=None, options=None):
+    def reset(
+        self, *, seed: Optional[int] = None, options: Optional[Dict[str, Any]] = None
+    ) -> Tuple[np.ndarray, Dict[str, Any]]:
         super().reset(seed=seed)
         out = self.simulation.reset(self.np_random)
         self._started = True
         return out
 
-    def step(self, actions):
+    def step(self, actions: ArrayLike) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
         self._require_reset()
         return _with_final_info(self.simulation.step(check_action(actions, self.action_space.shape, "actions")))
 
     def grad_step(
-        self, actions, estimator: Optional[str] = None, bundle: Optional[BundleConfig] = None
+        self, actions: ArrayLike, estimator: Optional[str] = None, bundle: Optional[BundleConfig] = None
     ) -> GradStepResult:
         """Batched ``grad_step``: every Jacobian gets a leading ``num_envs`` axis."""
         self._require_reset()
@@ -405,7 +419,7 @@ class GymVectorEnv(gymnasium.vector.VectorEnv):
         obs, reward, terminated, truncated, info, jacobians = self.simulation.grad_step(actions, estimator, bundle)
         return GradStepResult(*_with_final_info((obs, reward, terminated, truncated, info)), jacobians)
 
-    def close_extras(self, **kwargs):
+    def close_extras(self, **kwargs: Any) -> None:
         self.simulation.close()
 
     def _require_reset(self) -> None:

@@ -11,7 +11,7 @@ Arguments arrive checked by the Gymnasium classes.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple
 
 import jax
 import numpy as np
@@ -22,12 +22,16 @@ from bcg_envs.envs.base import BRANCH_INFO, OBS_BOUND, Jacobians, MjxEnv, State,
 from bcg_envs.gradients.config import BundleConfig
 from bcg_envs.gradients.registry import Estimator, resolve
 
+if TYPE_CHECKING:
+    import mujoco
+    from mujoco import mjx
+
 #: State info entries that stay inside the simulation: the key, and a running bcg branch
 #: rollout (B copies of the state, which the MuJoCo C backend never has).
 _HIDDEN_INFO = ("rng", *BRANCH_INFO)
 
 
-def numpy_info(state) -> Dict[str, Any]:
+def numpy_info(state: State) -> Dict[str, Any]:
     """A state's info and metrics as NumPy arrays (``rng`` left out; ``is_success`` stays bool)."""
     info = {k: np.asarray(v) for k, v in state.info.items() if k not in _HIDDEN_INFO}
     info.update({k: np.asarray(v) for k, v in state.metrics.items() if k not in info})
@@ -78,7 +82,7 @@ class _JittedFunctions:
         self.state_from = jax.jit(env.state_from)
         self._grad: Dict[tuple, Any] = {}
 
-    def grad_step(self, estimator: Estimator, bundle: Optional[BundleConfig]):
+    def grad_step(self, estimator: Estimator, bundle: Optional[BundleConfig]) -> Callable[..., Any]:
         key = (estimator, bundle)
         if key not in self._grad:
             env = self.env
@@ -109,12 +113,12 @@ class MjxSimulation:
         self.state = None  # the env's ``State``; None before the first reset
 
     @property
-    def model(self):
+    def model(self) -> mujoco.MjModel:
         """The ``mujoco.MjModel`` simulated (contact stiffness applied)."""
         return self.jax_env.mj_model
 
     @property
-    def data(self):
+    def data(self) -> mjx.Data:
         """The current ``mjx.Data``."""
         return self.state.data
 
@@ -123,15 +127,17 @@ class MjxSimulation:
         self.state = wait_ready(self._fns.reset(key))
         return clipped_observation(self.state.obs), scalar_info(numpy_info(self.state))
 
-    def step(self, action: np.ndarray):
+    def step(self, action: np.ndarray) -> Tuple[np.ndarray, float, bool, bool, Dict[str, Any]]:
         self.state = wait_ready(self._fns.step(self.state, action))
         return self._outputs()
 
-    def grad_step(self, action: np.ndarray, estimator: Estimator, bundle: Optional[BundleConfig]):
+    def grad_step(
+        self, action: np.ndarray, estimator: Estimator, bundle: Optional[BundleConfig]
+    ) -> Tuple[np.ndarray, float, bool, bool, Dict[str, Any], Jacobians]:
         self.state, jac = wait_ready(self._fns.grad_step(estimator, bundle)(self.state, action))
         return (*self._outputs(), _jacobians_numpy(jac))
 
-    def get_state(self):
+    def get_state(self) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
         d = self.state.data
         return np.array(d.qpos), np.array(d.qvel), np.array(d.act)
 
@@ -173,20 +179,22 @@ class MjxBatchSimulation:
         self.state = None
 
     @property
-    def model(self):
+    def model(self) -> mujoco.MjModel:
         return self.jax_env.mj_model
 
-    def reset(self, rng: np.random.Generator):
+    def reset(self, rng: np.random.Generator) -> Tuple[np.ndarray, Dict[str, Any]]:
         base = int(rng.integers(0, 2**31 - 1))
         keys = jax.random.split(jax.random.PRNGKey(base), self.num_envs)
         self.state = wait_ready(self._fns.reset(keys))
         return clipped_observation(self.state.obs), numpy_info(self.state)
 
-    def step(self, actions: np.ndarray):
+    def step(self, actions: np.ndarray) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any]]:
         ended_state, self.state = wait_ready(self._fns.step(self.state, actions))
         return self._outputs(ended_state)
 
-    def grad_step(self, actions: np.ndarray, estimator: Estimator, bundle: Optional[BundleConfig]):
+    def grad_step(
+        self, actions: np.ndarray, estimator: Estimator, bundle: Optional[BundleConfig]
+    ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, Dict[str, Any], Jacobians]:
         ended_state, self.state, jac = wait_ready(self._fns.grad_step(estimator, bundle)(self.state, actions))
         return (*self._outputs(ended_state), _jacobians_numpy(jac))
 

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any, Dict, List
+from typing import TYPE_CHECKING, Any, Dict, List, Type
 
 import gymnasium
+
+if TYPE_CHECKING:
+    from bcg_envs.envs.base import MjxEnv
 
 NAMESPACE = "bcg_envs"
 
@@ -36,12 +39,12 @@ def short_name(env_id: str) -> str:
     return name
 
 
-def task_class(env_id: str):
+def task_class(env_id: str) -> Type[MjxEnv]:
     module, cls = _TASKS[short_name(env_id)].split(":")
     return getattr(importlib.import_module(module), cls)
 
 
-def make_jax(env_id: str, **kwargs: Any):
+def make_jax(env_id: str, **kwargs: Any) -> MjxEnv:
     """The functional JAX env: ``reset(key)``, ``step(state, action)``.
 
     The env goes unchanged into Brax's trainers (``brax.training.agents.ppo.train``):

@@ -62,7 +62,7 @@ class _RolloutFunction(torch.autograd.Function):
     """``actions -> (rewards, observations)``; backward applies the rollout's JAX VJP."""
 
     @staticmethod
-    def forward(ctx, actions: torch.Tensor, bridge: "TorchRollout"):
+    def forward(ctx: Any, actions: torch.Tensor, bridge: "TorchRollout") -> Tuple[torch.Tensor, torch.Tensor]:
         acts = _to_jax(actions)
         if actions.requires_grad:
             (rewards, obs), vjp_fn, final = bridge._forward_vjp(bridge.states, acts)
@@ -76,7 +76,7 @@ class _RolloutFunction(torch.autograd.Function):
 
     @staticmethod
     @torch.autograd.function.once_differentiable
-    def backward(ctx, grad_rewards: torch.Tensor, grad_obs: torch.Tensor):
+    def backward(ctx: Any, grad_rewards: torch.Tensor, grad_obs: torch.Tensor) -> Tuple[torch.Tensor, None]:
         if ctx.vjp_fn is None:
             raise RuntimeError("the rollout's backward pass ran already: its residuals are freed (no retain_graph)")
         cotangent = (_to_jax(grad_rewards), _to_jax(grad_obs))
@@ -203,7 +203,7 @@ class _StepFunction(torch.autograd.Function):
     """``action -> (observation, reward)`` of one ``grad_step``; backward uses its Jacobians."""
 
     @staticmethod
-    def forward(ctx, action: torch.Tensor, bridge: "TorchStep"):
+    def forward(ctx: Any, action: torch.Tensor, bridge: "TorchStep") -> Tuple[torch.Tensor, torch.Tensor]:
         out = bridge.env.unwrapped.grad_step(action.detach().to(torch.float32).numpy(), bridge.estimator, bridge.bundle)
         jac = out.jacobians
         ctx.obs_jacobian = torch.as_tensor(jac.C @ jac.B, dtype=action.dtype)  # d o'/d a, (nobs, nu)
@@ -214,7 +214,7 @@ class _StepFunction(torch.autograd.Function):
 
     @staticmethod
     @torch.autograd.function.once_differentiable
-    def backward(ctx, grad_obs: torch.Tensor, grad_reward: torch.Tensor):
+    def backward(ctx: Any, grad_obs: torch.Tensor, grad_reward: torch.Tensor) -> Tuple[torch.Tensor, None]:
         return ctx.obs_jacobian.T @ grad_obs + ctx.reward_jacobian * grad_reward, None
 
 

@@ -23,7 +23,7 @@ here, the step's ``numpy.random.Generator`` in ``bcg_envs.mujoco_backend.jacobia
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional, Tuple
+from typing import Any, Callable, NamedTuple, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -52,7 +52,7 @@ def global_sigma(nv: int, na: int, nu: int, config: BundleConfig, zeroth: bool) 
     return np.concatenate([np.full(nv, pos), np.full(nv, vel), np.full(na, act), np.full(nu, u)])
 
 
-def global_sampler(sigma: jnp.ndarray, nx: int):
+def global_sampler(sigma: jnp.ndarray, nx: int) -> Callable[[jax.Array], Tuple[jnp.ndarray, jnp.ndarray]]:
     def sample(key: jax.Array) -> Tuple[jnp.ndarray, jnp.ndarray]:
         w = sigma * jax.random.normal(key, sigma.shape)
         return w[:nx], w[nx:]
@@ -170,7 +170,7 @@ def contact_sampler(
     nu: int,
     config: BundleConfig,
     perturbable: Optional[jnp.ndarray] = None,
-):
+) -> Callable[[jax.Array], Tuple[jnp.ndarray, jnp.ndarray]]:
     """Sampler of contact-local offsets for ``bcg`` (``contact_chain`` and
     ``chain_offsets`` in ``jax.numpy``, masks in float32; rows of inactive contacts are
     dropped). ``perturbable`` as in ``contact_chain``."""
