@@ -100,7 +100,8 @@ MJX_IMPLICITFAST_COMMIT = "d918ce2"
 def _g1_moreau(kappa: int, mjx_implicitfast: bool = False) -> "Comparison":
     """G1Jump under the authors' contact model at ``kappa`` (/m): SHAC exact, SHAC bcg and
     SB3 PPO on three seeds at the CPU budget, then the final policies in MuJoCo C (and how
-    often they saturate an actuator). ``mjx_implicitfast``: the first set, trained at
+    often they saturate an actuator; and, under the matching step, in MJX under MuJoCo's
+    contact). ``mjx_implicitfast``: the first set, trained at
     ``MJX_IMPLICITFAST_COMMIT`` (its command runs there)."""
     config = _CFG + f"G1Jump-v0.moreau_k{kappa}.json"
     name = f"moreau_k{kappa}" + ("_mjx_implicitfast" if mjx_implicitfast else "")
@@ -108,7 +109,7 @@ def _g1_moreau(kappa: int, mjx_implicitfast: bool = False) -> "Comparison":
     command = _loop("G1Jump-v0", "shac_exact sb3_ppo shac_bcg", "0 1 2", 262_144, 8, f"G1Jump-v0/{name}", config)
     command += "".join(
         f"\npython -m baselines.{tool} --env G1Jump-v0 --config {config} --steps 262144 --out {out}"
-        for tool in ("final_scores", "actuator_saturation")
+        for tool in ("final_scores", "actuator_saturation") + (() if mjx_implicitfast else ("contact_transfer",))
     )
     if mjx_implicitfast:
         command = (
