@@ -97,7 +97,8 @@ def table(rows: List[dict]) -> str:
     """Per algorithm and physics: success (%), falls per episode and foot penetration (mm),
     seed means [95 % bootstrap over seeds]."""
     lines = [
-        "| algorithm | seeds | physics | success, seed mean (%) | falls per episode | deepest foot penetration (mm) |",
+        "| algorithm | seeds | physics | success, seed mean [95 % bootstrap] (%) | falls per episode "
+        "| deepest foot penetration (mm) |",
         "|---|---|---|---|---|---|",
     ]
     for algo in sorted({r["algo"] for r in rows}):
