@@ -19,14 +19,13 @@ share of control steps with a saturated actuator, per seed and as the seed mean)
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import Callable, Dict, List, Optional
 
 import numpy as np
 
-from baselines import protocol, write_csv
-from baselines.final_scores import POLICIES, final_runs
+from baselines import protocol
+from baselines.final_scores import POLICIES, final_runs, tool_arguments, write_tool_outputs
 
 #: N m: how close to a ``forcerange`` bound a clamped force is (the clamp returns the bound).
 AT_BOUND = 1e-6
@@ -110,23 +109,9 @@ def table(rows: List[dict]) -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> str:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--env", default="G1Jump-v0", choices=protocol.ENV_IDS)
-    parser.add_argument("--config", required=True, help="the runs' config (its env_kwargs set the MJX physics)")
-    parser.add_argument("--steps", type=int, required=True, help="the runs' env-step budget")
-    parser.add_argument("--out", required=True, help="the comparison folder (run CSVs and checkpoints/)")
-    parser.add_argument("--episodes", type=int, default=16, help="episodes per policy and simulator")
-    args = parser.parse_args(argv)
-    env_kwargs = protocol.env_kwargs_of(protocol.load_config(args.env, args.config))
-    out = Path(args.out)
+    args, env_kwargs, out = tool_arguments(__doc__, argv, episodes=16)
     rows = measure(args.env, out, args.steps, args.episodes, env_kwargs)
-    if not rows:
-        raise SystemExit(f"no complete run with a checkpoint in {out}")
-    write_csv(out / "actuator_saturation.csv", COLUMNS, rows)
-    text = table(rows)
-    (out / "actuator_saturation.md").write_text(text)
-    print(text)
-    return text
+    return write_tool_outputs(out, "actuator_saturation", COLUMNS, rows, table)
 
 
 if __name__ == "__main__":

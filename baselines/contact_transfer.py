@@ -22,13 +22,12 @@ bootstrap intervals over seeds).
 
 from __future__ import annotations
 
-import argparse
 import csv
 from pathlib import Path
 from typing import Dict, List, Optional
 
-from baselines import protocol, write_csv
-from baselines.final_scores import POLICIES, final_runs
+from baselines import protocol
+from baselines.final_scores import POLICIES, final_runs, tool_arguments, write_tool_outputs
 from baselines.seed_stats import seed_interval
 
 #: The three physics, in the table's order: (name, which env, which side of ``sim_to_sim``).
@@ -114,28 +113,15 @@ def table(rows: List[dict]) -> str:
 
 
 def main(argv: Optional[List[str]] = None) -> str:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--env", default="G1Jump-v0", choices=protocol.ENV_IDS)
-    parser.add_argument("--out", required=True, help="a folder of baselines.compare runs with checkpoints")
-    parser.add_argument("--steps", type=int, required=True, help="the runs' env-step budget")
-    parser.add_argument("--config", required=True, help="the runs' config (a kappa contact model's env_kwargs)")
-    args = parser.parse_args(argv)
-    env_kwargs = protocol.env_kwargs_of(protocol.load_config(args.env, args.config))
+    args, env_kwargs, out_dir = tool_arguments(__doc__, argv)
     if protocol.protocol_backend(env_kwargs) != "mjx":
         raise SystemExit(
             f"--config {args.config}: its runs use MuJoCo's contact; there is no contact model to separate"
         )
-    out_dir = Path(args.out)
     path = out_dir / "contact_transfer.csv"
     done = list(csv.DictReader(path.open(newline=""))) if path.exists() else []
     rows = done + score(args.env, out_dir, args.steps, env_kwargs, done)
-    if not rows:
-        raise SystemExit(f"no complete run with a checkpointed final policy in {out_dir}")
-    write_csv(path, COLUMNS, rows)
-    text = table(rows)
-    (out_dir / "contact_transfer.md").write_text(text)
-    print(text)
-    return text
+    return write_tool_outputs(out_dir, "contact_transfer", COLUMNS, rows, table)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -223,20 +223,44 @@ def table(rows: List[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: Optional[List[str]] = None) -> str:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def tool_arguments(
+    description: str, argv: Optional[List[str]], episodes: Optional[int] = None
+) -> Tuple[argparse.Namespace, Dict[str, object], Path]:
+    """The command line shared by the tools that run a G1 comparison's final policies:
+    ``--env``, ``--config`` (the runs' config, for its ``env_kwargs``), ``--steps`` (the
+    runs' budget), ``--out`` (the comparison folder) and, where ``episodes`` is given,
+    ``--episodes`` with that default. Returns the arguments, the env kwargs and the folder."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--env", default="G1Jump-v0", choices=protocol.ENV_IDS)
-    parser.add_argument("--out", required=True, help="a folder of baselines.compare runs with checkpoints")
-    parser.add_argument(
-        "--steps", type=int, required=True, help="the runs' env-step budget (incomplete runs are skipped)"
-    )
-    parser.add_argument("--episodes", type=int, default=protocol.EVAL_EPISODES)
     parser.add_argument(
         "--config", required=True, help="the runs' config, as baselines.compare was given it (for its env_kwargs)"
     )
+    parser.add_argument(
+        "--steps", type=int, required=True, help="the runs' env-step budget (incomplete runs are skipped)"
+    )
+    parser.add_argument("--out", required=True, help="a folder of baselines.compare runs with checkpoints")
+    if episodes is not None:
+        parser.add_argument("--episodes", type=int, default=episodes, help="episodes per policy and simulator")
     args = parser.parse_args(argv)
-    env_kwargs = protocol.env_kwargs_of(protocol.load_config(args.env, args.config))
-    out_dir = Path(args.out)
+    return args, protocol.env_kwargs_of(protocol.load_config(args.env, args.config)), Path(args.out)
+
+
+def write_tool_outputs(
+    out_dir: Path, name: str, columns: Sequence[str], rows: List[dict], table_fn: Callable[[List[dict]], str]
+) -> str:
+    """``<name>.csv`` (``rows``) and ``<name>.md`` (``table_fn(rows)``) in ``out_dir``; the
+    table is printed and returned. SystemExit where there are no rows."""
+    if not rows:
+        raise SystemExit(f"no complete run with a checkpointed final policy in {out_dir}")
+    write_csv(out_dir / f"{name}.csv", columns, rows)
+    text = table_fn(rows)
+    (out_dir / f"{name}.md").write_text(text)
+    print(text)
+    return text
+
+
+def main(argv: Optional[List[str]] = None) -> str:
+    args, env_kwargs, out_dir = tool_arguments(__doc__, argv, episodes=protocol.EVAL_EPISODES)
     path = out_dir / "final_scores.csv"
     done = read_scores(path)
     for r in done:
@@ -249,13 +273,7 @@ def main(argv: Optional[List[str]] = None) -> str:
     new = score_runs(args.env, out_dir, args.steps, episodes=args.episodes, done=done, env_kwargs=env_kwargs)
     rescored = {_run(r) for r in new}
     rows = [r for r in done if _run(r) not in rescored] + new
-    if not rows:
-        raise SystemExit(f"no complete run with a checkpointed final policy in {out_dir}")
-    write_csv(path, COLUMNS, rows)
-    text = table(rows)
-    (out_dir / "final_scores.md").write_text(text)
-    print(text)
-    return text
+    return write_tool_outputs(out_dir, "final_scores", COLUMNS, rows, table)
 
 
 if __name__ == "__main__":
