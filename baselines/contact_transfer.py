@@ -27,8 +27,7 @@ from pathlib import Path
 from typing import Dict, List, Optional
 
 from baselines import protocol
-from baselines.final_scores import POLICIES, final_runs, tool_arguments, write_tool_outputs
-from baselines.seed_stats import seed_interval
+from baselines.final_scores import POLICIES, final_runs, seed_mean, tool_arguments, write_tool_outputs
 
 #: The three physics, in the table's order: (name, which env, which side of ``sim_to_sim``).
 PHYSICS = (
@@ -87,27 +86,23 @@ def score(env_id: str, out_dir: Path, steps: int, env_kwargs: Dict[str, object],
     return rows
 
 
-def _mean(values: List[float], digits: int) -> str:
-    mean, low, high = seed_interval(values)
-    return f"{mean:.{digits}f}" + ("" if low != low else f" [{low:.{digits}f}, {high:.{digits}f}]")
-
-
 def table(rows: List[dict]) -> str:
     """Per algorithm and physics: success (%), falls per episode and foot penetration (mm),
     seed means [95 % bootstrap over seeds]."""
     lines = [
-        "| algorithm | seeds | physics | success, seed mean [95 % bootstrap] (%) | falls per episode "
+        "| algorithm | seeds | physics | success, seed mean [95 % bootstrap] | falls per episode "
         "| deepest foot penetration (mm) |",
         "|---|---|---|---|---|---|",
     ]
     for algo in sorted({r["algo"] for r in rows}):
         for physics, _, _ in PHYSICS:
             runs = [r for r in rows if r["algo"] == algo and r["physics"] == physics]
-            success = [100.0 * float(r["success_rate"]) for r in runs]
+            success = [float(r["success_rate"]) for r in runs]
             falls = [float(r["falls"]) / int(r["episodes"]) for r in runs]
             depth = [float(r["penetration_mm"]) for r in runs]
             lines.append(
-                f"| {algo} | {len(runs)} | {physics} | {_mean(success, 1)} | {_mean(falls, 2)} | {_mean(depth, 1)} |"
+                f"| {algo} | {len(runs)} | {physics} | {seed_mean(success, 1, 100.0, ' %')} | {seed_mean(falls, 2)} | "
+                f"{seed_mean(depth, 1)} |"
             )
     return "\n".join(lines) + "\n"
 

@@ -177,7 +177,7 @@ def score_runs(
     return rows
 
 
-def _seed_mean(values: Sequence[float], digits: int, scale: float = 1.0, unit: str = "") -> str:
+def seed_mean(values: Sequence[float], digits: int, scale: float = 1.0, unit: str = "") -> str:
     """``"mean [low, high]"`` over the seeds with a value (``seed_interval``), ``"—"`` for none."""
     finite = [scale * v for v in values if math.isfinite(v)]
     if not finite:
@@ -216,9 +216,9 @@ def table(rows: List[dict]) -> str:
 
             falls = [float(r[f"falls{sfx}"]) / int(r["episodes"]) for r in runs]
             lines.append(
-                f"| {algo} | {len(runs)} | {name} | {_seed_mean(rates, 1, 100.0, ' %')} | {pooled} | "
-                f"{_seed_mean(falls, 2)} | {_seed_mean(values('tracking_error_cm_no_fall'), 1)} | "
-                f"{_seed_mean(values('tracking_error_cm'), 1)} |"
+                f"| {algo} | {len(runs)} | {name} | {seed_mean(rates, 1, 100.0, ' %')} | {pooled} | "
+                f"{seed_mean(falls, 2)} | {seed_mean(values('tracking_error_cm_no_fall'), 1)} | "
+                f"{seed_mean(values('tracking_error_cm'), 1)} |"
             )
     return "\n".join(lines) + "\n"
 

@@ -312,14 +312,14 @@ def heading_anchors(text: str) -> List[Tuple[int, str, str]]:
 
 def contents(text: str) -> str:
     """A line per ``##`` section of ``text``: its link, then its ``###`` subsections'."""
-    lines: List[str] = []
+    sections: List[Tuple[str, List[str]]] = []
     for level, title, anchor in heading_anchors(text):
         link = f"[{title}](#{anchor})"
         if level == 2:
-            lines.append(f"* {link}")
-        elif level == 3 and lines:
-            lines[-1] += (": " if lines[-1].count("](#") == 1 else "; ") + link
-    return "\n".join(lines)
+            sections.append((link, []))
+        elif level == 3 and sections:
+            sections[-1][1].append(link)
+    return "\n".join(f"* {link}" + (": " + "; ".join(subs) if subs else "") for link, subs in sections)
 
 
 def build(figures: bool = False, prose_path: Path = PROSE) -> str:

@@ -52,7 +52,7 @@ def test_table_gives_seed_means_with_bootstrap_intervals_per_physics():
     ]
     text = contact_transfer.table(rows)
     mean, low, high = seed_interval([25.0, 50.0])
-    assert f"| sb3_ppo | 2 | MJX, MuJoCo contact | {mean:.1f} [{low:.1f}, {high:.1f}] | 0.38 [" in text
+    assert f"| sb3_ppo | 2 | MJX, MuJoCo contact | {mean:.1f} % [{low:.1f}, {high:.1f}] | 0.38 [" in text
     assert text.count("| sb3_ppo | 2 |") == 3
     assert "| 8.5 [8.0, 9.0] |" in text
 
